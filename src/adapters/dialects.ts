@@ -1,0 +1,19 @@
+/** Picks the dialect of a `SqlClient`, once, when a store is built. */
+import type { SqlClient } from "@effect/sql/SqlClient"
+import { mysql } from "./mysql.ts"
+import { postgres } from "./postgres.ts"
+import type { Dialect } from "./sql.ts"
+import { sqlite } from "./sqlite.ts"
+
+/** The dialect of `sql`; other databases are refused with a clear defect. */
+export const dialectOf = (sql: SqlClient): Dialect =>
+  sql.onDialectOrElse({
+    pg: () => postgres,
+    mysql: () => mysql,
+    sqlite: () => sqlite,
+    orElse: () => {
+      throw new Error("leasehold supports PostgreSQL, MySQL/MariaDB and SQLite")
+    }
+  })
+
+export { mysql, postgres, sqlite }

@@ -1,0 +1,146 @@
+/**
+ * The lease rules, as pure functions over plain data (behaviour.md §2, §3).
+ *
+ * Everything that decides *whether* a lease may be taken, *what* it is called, *how long* it
+ * lasts and *how long* a busy job waits lives here, so the SQL stores and the in-memory model
+ * make the same decisions. No I/O, no Effect services: times are passed in as epoch ms.
+ */
+import { createHash } from "node:crypto"
+
+/** Longest lease name the lock table holds (`lockname VARCHAR(100)`). */
+export const MAX_LEASE_NAME_LENGTH = 100
+/** Longest lease owner the lock table holds (`lockowner VARCHAR(64)`). */
+export const MAX_LEASE_OWNER_LENGTH = 64
+/** Longest host the lock table holds (`lockhost VARCHAR(255)`). */
+export const MAX_LEASE_HOST_LENGTH = 255
+/** Claim timeout, in seconds, used when a job's own is missing or not positive. */
+export const DEFAULT_CLAIM_TIMEOUT_SECONDS = 300
+/** The longest a busy job waits before it looks at its lease again, in seconds. */
+export const MAX_BUSY_DELAY_SECONDS = 30
+
+/** One row of a lease table. */
+export interface LeaseRow {
+  readonly name: string
+  readonly owner: string
+  readonly host: string | null
+  /** Epoch ms when the current owner took it. */
+  readonly acquiredAt: number
+  /** Epoch ms; the lease is free for take-over once this is strictly in the past. */
+  readonly expiresAt: number
+}
+
+/** The lease-related options of a job type (a subset of its definition). */
+export interface LeaseOptions<P = unknown> {
+  readonly exclusive?: boolean | undefined
+  readonly concurrencyKey?: string | undefined
+  readonly concurrencyKeyFor?: ((payload: P) => string | null | undefined) | undefined
+}
+
+const isBlank = (s: string | null | undefined): s is null | undefined | "" =>
+  s === undefined || s === null || s.trim() === ""
+
+/**
+ * Fits `prefix + key` into the lock table: used as is when it fits in 100 characters,
+ * otherwise `prefix + sha256(key)` in lowercase hex (prefix + 64 characters).
+ */
+export const fitLeaseName = (prefix: string, key: string): string => {
+  const whole = prefix + key
+  if (whole.length <= MAX_LEASE_NAME_LENGTH) return whole
+  return prefix + createHash("sha256").update(key, "utf8").digest("hex")
+}
+
+/**
+ * The lease a job of this type takes for this payload, or `undefined` when it takes none.
+ * Order: `concurrencyKeyFor(payload)` if non-blank, else `concurrencyKey` if non-blank
+ * (both → `key:<key>`); else `exclusive` → `job:<jobName>`; else no lease.
+ */
+export const leaseNameFor = <P>(jobName: string, options: LeaseOptions<P>, payload: P): string | undefined => {
+  const fromFunction = options.concurrencyKeyFor?.(payload)
+  if (!isBlank(fromFunction)) return fitLeaseName("key:", fromFunction)
+  if (!isBlank(options.concurrencyKey)) return fitLeaseName("key:", options.concurrencyKey)
+  if (options.exclusive === true) return fitLeaseName("job:", jobName)
+  return undefined
+}
+
+/** Whether jobs of this type ever take a lease (a key implies exclusive). */
+export const takesLease = (options: LeaseOptions<never>): boolean =>
+  options.exclusive === true || options.concurrencyKeyFor !== undefined || !isBlank(options.concurrencyKey)
+
+/** A claim timeout in seconds, with `≤ 0`, NaN or missing meaning the default 300 s. */
+export const effectiveClaimSeconds = (claimTimeoutSeconds: number | null | undefined): number =>
+  claimTimeoutSeconds === null || claimTimeoutSeconds === undefined || !Number.isFinite(claimTimeoutSeconds) ||
+    claimTimeoutSeconds <= 0
+    ? DEFAULT_CLAIM_TIMEOUT_SECONDS
+    : claimTimeoutSeconds
+
+/**
+ * The lease window in seconds: claim + max(60, claim). It equals the grace after which the
+ * reaper may take the job row back, so a reaped re-run finds the lease still busy.
+ */
+export const leaseWindowSeconds = (claimTimeoutSeconds: number | null | undefined): number => {
+  const claim = effectiveClaimSeconds(claimTimeoutSeconds)
+  return claim + Math.max(60, claim)
+}
+
+/** When a lease taken (or renewed) at `now` expires. */
+export const leaseExpiresAt = (now: number, claimTimeoutSeconds: number | null | undefined): number =>
+  now + leaseWindowSeconds(claimTimeoutSeconds) * 1000
+
+/** A lease is free for take-over once its expiry is strictly in the past. */
+export const isExpired = (expiresAt: number, now: number): boolean => expiresAt < now
+
+/** Whether `owner` may take `current` at `now`: it is free, expired, or already ours. */
+export const mayAcquire = (current: LeaseRow | undefined, owner: string, now: number): boolean =>
+  current === undefined || isExpired(current.expiresAt, now) || current.owner === owner
+
+/**
+ * How long a job that found its lease busy waits, in whole seconds, within [1, 30]:
+ * the holder's remaining time rounded up, or 1 when it turned free meanwhile.
+ */
+export const busyDelaySeconds = (holderExpiresAt: number | undefined, now: number): number => {
+  const remaining = holderExpiresAt === undefined || !Number.isFinite(holderExpiresAt)
+    ? 1
+    : Math.ceil((holderExpiresAt - now) / 1000)
+  return Math.min(MAX_BUSY_DELAY_SECONDS, Math.max(1, remaining))
+}
+
+/** A deferral gives back the attempt its claim counted, never going below zero. */
+export const giveBackAttempt = (attempts: number): number => Math.max(0, attempts - 1)
+
+/** What a release found, for reporting: ours and removed, someone else's, or gone. */
+export type ReleaseVerdict = "released" | "lost" | "missing"
+
+/** Classifies a release: removed our own row, found another owner's, or found no row. */
+export const releaseVerdict = (current: LeaseRow | undefined, owner: string): ReleaseVerdict =>
+  current === undefined ? "missing" : current.owner === owner ? "released" : "lost"
+
+/**
+ * Decodes an epoch-ms BIGINT as the drivers return it: pg gives a string, mysql2 and
+ * better-sqlite3 a number, some configurations a bigint. Fails loudly on anything else, since
+ * a silently wrong expiry would break exclusivity.
+ */
+export const decodeEpochMs = (value: unknown): number => {
+  const n = typeof value === "number"
+    ? value
+    : typeof value === "bigint"
+    ? Number(value)
+    : typeof value === "string" && /^-?\d+$/.test(value.trim())
+    ? Number(value.trim())
+    : Number.NaN
+  if (!Number.isSafeInteger(n)) {
+    throw new RangeError(`not an epoch-ms integer: ${String(value)}`)
+  }
+  return n
+}
+
+/** Why a lease name, owner or host cannot be stored, or `undefined` when it can. */
+export const leaseInputProblem = (
+  field: "name" | "owner" | "host",
+  value: string
+): string | undefined => {
+  const max = field === "name" ? MAX_LEASE_NAME_LENGTH : field === "owner" ? MAX_LEASE_OWNER_LENGTH : MAX_LEASE_HOST_LENGTH
+  if (field !== "host" && value.length === 0) return `lease ${field} is empty`
+  if (value.length > max) return `lease ${field} is ${value.length} characters; at most ${max} fit`
+  if (value.includes("\u0000")) return `lease ${field} contains a NUL character`
+  return undefined
+}

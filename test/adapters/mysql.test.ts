@@ -1,0 +1,4 @@
+/** Every conformance suite, run on the mysql adapter. */
+import { leaseLockConformance } from "../conformance/leaseLock.ts"
+
+leaseLockConformance("mysql")

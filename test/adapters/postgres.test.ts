@@ -1,0 +1,4 @@
+/** Every conformance suite, run on the postgres adapter. */
+import { leaseLockConformance } from "../conformance/leaseLock.ts"
+
+leaseLockConformance("postgres")

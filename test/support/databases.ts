@@ -1,0 +1,142 @@
+/**
+ * The adapters under test, as layers of one `TestDatabase` service, so a conformance suite is
+ * written once and run on postgres, mysql (MariaDB), sqlite and memory. Each layer isolates
+ * itself with a table prefix of its own and drops its tables when it closes.
+ */
+import { MysqlClient } from "@effect/sql-mysql2"
+import { PgClient } from "@effect/sql-pg"
+import { SqliteClient } from "@effect/sql-sqlite-node"
+import { SqlClient } from "@effect/sql"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as Reactivity from "@effect/experimental/Reactivity"
+import { Context, Effect, Layer, Redacted } from "effect"
+import { randomBytes } from "node:crypto"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as LeaseLock from "../../src/adapters/LeaseLock.ts"
+import { makeMemoryDatabase, makeMemoryLeaseLock, type MemoryDatabaseApi } from "../../src/adapters/memory.ts"
+
+export type AdapterName = "postgres" | "mysql" | "sqlite" | "memory"
+export const adapterNames: ReadonlyArray<AdapterName> = ["postgres", "mysql", "sqlite", "memory"]
+
+export const PG_URL = process.env.LEASEHOLD_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+export const MYSQL_URL = process.env.LEASEHOLD_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/test"
+
+/** A table prefix no other test file or run will use. */
+export const uniquePrefix = (label: string) => `lh${label}_${randomBytes(4).toString("hex")}_`
+
+/** What a conformance suite needs from an adapter. */
+export interface TestDatabaseApi {
+  readonly adapter: AdapterName
+  /** A fresh table name under this file's prefix. */
+  readonly table: (label: string) => string
+  readonly leaseLock: (table: string) => Effect.Effect<LeaseLock.LeaseLockApi>
+  /** `n` LeaseLocks on one table whose calls go out on separate connections (or clients). */
+  readonly leaseLocksApart: (table: string, n: number) => Effect.Effect<ReadonlyArray<LeaseLock.LeaseLockApi>>
+  readonly withTransaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
+}
+
+export class TestDatabase extends Context.Tag("test/TestDatabase")<TestDatabase, TestDatabaseApi>() {}
+
+const counter = () => {
+  let n = 0
+  return () => ++n
+}
+
+/** Drops every table that starts with `prefix`, through the catalog. */
+const dropPrefixed = (prefix: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const like = `${prefix}%`
+    const names = yield* sql.onDialectOrElse({
+      pg: () => sql<{ n: string }>`SELECT table_name AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name LIKE ${like}`,
+      mysql: () => sql<{ n: string }>`SELECT table_name AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE ${like}`,
+      orElse: () => sql<{ n: string }>`SELECT name AS n FROM sqlite_master WHERE type = 'table' AND name LIKE ${like}`
+    })
+    for (const { n } of names) yield* sql.unsafe(`DROP TABLE IF EXISTS ${sql.onDialectOrElse({ mysql: () => `\`${n}\``, orElse: () => `"${n}"` })}`)
+  }).pipe(Effect.orDie)
+
+const sqlDatabase = (adapter: AdapterName, label: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const prefix = uniquePrefix(label)
+    const next = counter()
+    yield* Effect.addFinalizer(() => Effect.provideService(dropPrefixed(prefix), SqlClient.SqlClient, sql))
+    const leaseLock = (table: string) => Effect.provideService(LeaseLock.make({ table }), SqlClient.SqlClient, sql)
+    return TestDatabase.of({
+      adapter,
+      table: (l) => `${prefix}${l}${next()}`,
+      leaseLock,
+      leaseLocksApart: (table, n) => Effect.map(leaseLock(table), (lock) => Array.from({ length: n }, () => lock)),
+      withTransaction: sql.withTransaction
+    })
+  })
+
+/** PostgreSQL with a pool large enough that 50 concurrent calls use 50 connections. */
+export const postgresLayer = (label: string) =>
+  Layer.scoped(TestDatabase, sqlDatabase("postgres", label)).pipe(
+    Layer.provide(PgClient.layer({ url: Redacted.make(PG_URL), maxConnections: 50, onnotice: () => {} } as any)),
+    Layer.orDie
+  )
+
+/** MariaDB/MySQL with a pool large enough that 50 concurrent calls use 50 connections. */
+export const mysqlLayer = (label: string) =>
+  Layer.scoped(TestDatabase, sqlDatabase("mysql", label)).pipe(
+    Layer.provide(MysqlClient.layer({ url: Redacted.make(MYSQL_URL), maxConnections: 50 })),
+    Layer.orDie
+  )
+
+/** Two SQLite clients on one temporary file, so "separate connections" means two clients. */
+export const sqliteLayer = (label: string) =>
+  Layer.scoped(
+    TestDatabase,
+    Effect.gen(function*() {
+      const dir = mkdtempSync(join(tmpdir(), "leasehold-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      const filename = join(dir, "test.db")
+      const first = yield* SqliteClient.make({ filename })
+      const second = yield* SqliteClient.make({ filename })
+      const base = yield* Effect.provideService(sqlDatabase("sqlite", label), SqlClient.SqlClient, first)
+      return TestDatabase.of({
+        ...base,
+        leaseLocksApart: (table, n) =>
+          Effect.gen(function*() {
+            const a = yield* base.leaseLock(table)
+            const b = yield* Effect.provideService(LeaseLock.make({ table }), SqlClient.SqlClient, second)
+            return Array.from({ length: n }, (_, i) => (i % 2 === 0 ? a : b))
+          })
+      })
+    })
+  ).pipe(Layer.provide(Reactivity.layer), Layer.orDie)
+
+export const memoryLayer = (label: string) =>
+  Layer.effect(
+    TestDatabase,
+    Effect.gen(function*() {
+      const db: MemoryDatabaseApi = yield* makeMemoryDatabase
+      const prefix = uniquePrefix(label)
+      const next = counter()
+      const leaseLock = (table: string) => Effect.succeed(makeMemoryLeaseLock(db, { table }))
+      return TestDatabase.of({
+        adapter: "memory",
+        table: (l) => `${prefix}${l}${next()}`,
+        leaseLock,
+        leaseLocksApart: (table, n) => Effect.map(leaseLock(table), (lock) => Array.from({ length: n }, () => lock)),
+        withTransaction: db.withTransaction
+      })
+    })
+  )
+
+export const layerFor = (adapter: AdapterName, label = "t") => {
+  switch (adapter) {
+    case "postgres":
+      return postgresLayer(label)
+    case "mysql":
+      return mysqlLayer(label)
+    case "sqlite":
+      return sqliteLayer(label)
+    case "memory":
+      return memoryLayer(label)
+  }
+}

@@ -12,7 +12,10 @@ import { Context, Effect, FiberRef, Layer, Option, Ref } from "effect"
 import { LeaseTableInTransactionError } from "../core/errors.ts"
 import { isExpired, type LeaseRow, mayAcquire } from "../core/lease.ts"
 import { type AcquireInput, LeaseLock, type LeaseLockApi, nowOr, resolveExpiry, validateLease } from "./LeaseLock.ts"
-import { checkIdentifier } from "./sql.ts"
+import { isStale } from "../core/jobs.ts"
+import { type ClaimInput, type ClaimResult, type HostRow, type JobCount, type JobRow, JobLeases, JobStore, type JobStoreApi } from "./JobStore.ts"
+import { checkIdentifier, REAPED_DEAD, REAPED_RETRY } from "./sql.ts"
+import { tableNames } from "./tables.ts"
 
 /** All tables of one in-memory database: table name → primary key → row. */
 export type MemoryTables = ReadonlyMap<string, ReadonlyMap<string, unknown>>
@@ -150,3 +153,212 @@ export const makeMemoryLeaseLock = (db: MemoryDatabaseApi, options: { readonly t
 /** A layer providing an in-memory `LeaseLock` for one table of the `MemoryDatabase`. */
 export const memoryLeaseLockLayer = (options: { readonly table: string }): Layer.Layer<LeaseLock, never, MemoryDatabase> =>
   Layer.effect(LeaseLock, Effect.map(MemoryDatabase, (db) => makeMemoryLeaseLock(db, options)))
+
+// ---------------------------------------------------------------------------------------------
+// Jobs and hosts
+
+const byPriorityThenRunAt = (a: JobRow, b: JobRow) => b.priority - a.priority || a.runAt - b.runAt || a.createdAt - b.createdAt
+const byPriorityThenAge = (a: JobRow, b: JobRow) => b.priority - a.priority || a.createdAt - b.createdAt
+
+/**
+ * Builds the in-memory JobStore on `db` for one prefix. Its tables must exist (the migrator
+ * creates them), as on a database. Every write is one atomic `Ref` update, so claims cannot
+ * interleave, which is what the SQL stores achieve with row locks.
+ */
+export const makeMemoryJobStore = (db: MemoryDatabaseApi, options: { readonly prefix?: string | undefined } = {}): JobStoreApi => {
+  const tables = tableNames(options.prefix)
+  const jobsTable = <A>(f: (rows: ReadonlyMap<string, JobRow>) => readonly [A, ReadonlyMap<string, JobRow>?]) =>
+    modifyTable(db, tables.jobs, f)
+  const hostsTable = <A>(f: (rows: ReadonlyMap<string, HostRow>) => readonly [A, ReadonlyMap<string, HostRow>?]) =>
+    modifyTable(db, tables.hosts, f)
+  const put = <V>(rows: ReadonlyMap<string, V>, key: string, row: V) => new Map(rows).set(key, row)
+
+  /** Updates one row if `guard` holds; true when it changed. */
+  const update = (id: string, guard: (row: JobRow) => boolean, change: (row: JobRow) => JobRow) =>
+    jobsTable((rows) => {
+      const row = rows.get(id)
+      if (row === undefined || !guard(row)) return [false]
+      return [true, put(rows, id, change(row))]
+    })
+  const ours = (token: string) => (row: JobRow) => row.status === "processing" && row.claimToken === token
+
+  const running = (rows: ReadonlyMap<string, JobRow>, host: string) =>
+    [...rows.values()].filter((r) => r.claimedBy === host && r.status === "processing").length
+
+  const claim = (input: ClaimInput) =>
+    jobsTable((rows): readonly [ClaimResult, ReadonlyMap<string, JobRow>?] => {
+      const cap = input.hostCap ?? 0
+      if (cap > 0) {
+        const n = running(rows, input.host)
+        if (n >= cap) return [{ _tag: "Capped", running: n }]
+      }
+      const due = [...rows.values()]
+        .filter((r) =>
+          r.status === "pending" && r.runAt <= input.now && (input.queues === undefined || input.queues.includes(r.queue))
+        )
+        .sort(byPriorityThenRunAt)[0]
+      if (due === undefined) return [{ _tag: "NothingDue" }]
+      const claimTimeout = input.timeoutCap !== undefined && (due.claimTimeout === null || due.claimTimeout > input.timeoutCap)
+        ? input.timeoutCap
+        : due.claimTimeout
+      const job: JobRow = {
+        ...due,
+        status: "processing",
+        attempts: due.attempts + 1,
+        claimToken: input.claimToken,
+        claimedBy: input.host,
+        heartbeatAt: null,
+        updatedAt: input.now,
+        claimTimeout
+      }
+      return [{ _tag: "Claimed", job }, put(rows, job.id, job)]
+    })
+
+  const staleRows = (rows: ReadonlyMap<string, JobRow>, now: number, timeout: number) =>
+    [...rows.values()].filter((r) => r.status === "processing" && isStale(r, timeout, now))
+
+  return JobStore.of({
+    tables,
+    insert: (job) =>
+      jobsTable((rows): readonly [{ readonly id: string; readonly duplicate: boolean }, ReadonlyMap<string, JobRow>?] => {
+        const existing = [...rows.values()].find((r) => r.uniqueKey === job.uniqueKey)
+        if (existing !== undefined) return [{ id: existing.id, duplicate: true }]
+        const row: JobRow = {
+          id: job.id,
+          name: job.name,
+          queue: job.queue,
+          payload: job.payload,
+          priority: job.priority,
+          status: "pending",
+          attempts: 0,
+          maxRetries: job.maxRetries,
+          claimTimeout: job.claimTimeout,
+          claimToken: null,
+          claimedBy: null,
+          uniqueKey: job.uniqueKey,
+          leaseName: null,
+          heartbeatAt: null,
+          lastError: null,
+          runAt: job.runAt,
+          completedAt: null,
+          failedAt: null,
+          createdAt: job.now,
+          updatedAt: job.now
+        }
+        return [{ id: job.id, duplicate: false }, put(rows, job.id, row)]
+      }),
+    claim,
+    complete: (id, token, now) =>
+      update(id, ours(token), (r) => ({ ...r, status: "completed", completedAt: now, updatedAt: now })),
+    retry: (id, token, now, runAt, error) =>
+      update(id, ours(token), (r) => ({ ...r, status: "pending", runAt, lastError: error, claimToken: null, updatedAt: now })),
+    kill: (id, token, now, error) =>
+      update(id, ours(token), (r) => ({ ...r, status: "failed", failedAt: now, lastError: error, updatedAt: now })),
+    defer: (id, token, now, runAt, leaseName) =>
+      update(id, (r) => ours(token)(r) && r.attempts > 0, (r) => ({
+        ...r,
+        status: "pending",
+        attempts: r.attempts - 1,
+        runAt,
+        claimToken: null,
+        leaseName,
+        updatedAt: now
+      })),
+    heartbeat: (id, token, now) => update(id, ours(token), (r) => ({ ...r, heartbeatAt: now })),
+    stale: (now, timeout, limit) =>
+      jobsTable((rows) => [staleRows(rows, now, timeout).sort((a, b) => a.updatedAt - b.updatedAt).slice(0, limit)]),
+    reap: (row, decision, now, timeout) =>
+      update(
+        row.id,
+        (r) => r.attempts === row.attempts && r.status === "processing" && isStale(r, timeout, now),
+        (r) => {
+          switch (decision._tag) {
+            case "Retry":
+              return { ...r, status: "pending", runAt: decision.runAt, claimToken: null, lastError: REAPED_RETRY, updatedAt: now }
+            case "Dead":
+              return { ...r, status: "failed", failedAt: now, claimToken: null, lastError: REAPED_DEAD, updatedAt: now }
+            case "Interrupted":
+              return { ...r, status: "interrupted", failedAt: now, claimToken: null, lastError: decision.message, updatedAt: now }
+          }
+        }
+      ),
+    handOff: (leaseName, now) =>
+      jobsTable((rows) => {
+        const next = [...rows.values()].filter((r) => r.leaseName === leaseName && r.status === "pending").sort(byPriorityThenAge)[0]
+        if (next === undefined) return [false]
+        return [true, put(rows, next.id, { ...next, runAt: Math.min(next.runAt, now) })]
+      }),
+    get: (id) => jobsTable((rows) => [Option.fromNullable(rows.get(id))]),
+    list: (f) =>
+      jobsTable((rows) => [
+        [...rows.values()]
+          .filter((r) =>
+            (f.status === undefined || r.status === f.status) && (f.queue === undefined || r.queue === f.queue) &&
+            (f.name === undefined || r.name === f.name)
+          )
+          .sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+          .slice(0, f.limit)
+      ]),
+    counts: jobsTable((rows) => {
+      const counts = new Map<string, JobCount>()
+      for (const r of rows.values()) {
+        const key = JSON.stringify([r.queue, r.status])
+        const c = counts.get(key)
+        counts.set(key, { queue: r.queue, status: r.status, count: (c?.count ?? 0) + 1 })
+      }
+      return [[...counts.values()].sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : a.status < b.status ? -1 : a.status > b.status ? 1 : 0))]
+    }),
+    retryDead: (id, now) =>
+      update(id, (r) => r.status === "failed" || r.status === "interrupted", (r) => ({
+        ...r,
+        status: "pending",
+        attempts: 0,
+        runAt: now,
+        claimToken: null,
+        failedAt: null,
+        updatedAt: now
+      })),
+    purge: (status, before) =>
+      jobsTable((rows) => {
+        const next = new Map(rows)
+        let n = 0
+        for (const r of rows.values()) {
+          const finished = status === "completed" ? r.completedAt : r.failedAt
+          if (r.status === status && finished !== null && finished < before) {
+            next.delete(r.id)
+            n++
+          }
+        }
+        return [n, next]
+      }),
+    touchHost: (host, now, fields) =>
+      hostsTable((rows) => {
+        const current = rows.get(host)
+        const row: HostRow = current === undefined
+          ? { host, lastSeenAt: now, startedAt: now, running: 0, maxConcurrent: fields.maxConcurrent, draining: false, drainExpiresAt: null, codeVersion: fields.codeVersion }
+          : { ...current, lastSeenAt: now, maxConcurrent: fields.maxConcurrent, codeVersion: fields.codeVersion }
+        return [undefined, put(rows, host, row)]
+      }),
+    getHost: (host) => hostsTable((rows) => [Option.fromNullable(rows.get(host))]),
+    listHosts: hostsTable((rows) => [[...rows.values()].sort((a, b) => (a.host < b.host ? -1 : a.host > b.host ? 1 : 0))]),
+    drain: (host, now, expiresAt) =>
+      hostsTable((rows) => {
+        const current = rows.get(host) ?? { host, lastSeenAt: now, startedAt: now, running: 0, maxConcurrent: 0, draining: false, drainExpiresAt: null, codeVersion: null }
+        return [undefined, put(rows, host, { ...current, draining: true, drainExpiresAt: expiresAt, lastSeenAt: now })]
+      }),
+    resume: (host, now) =>
+      hostsTable((rows) => {
+        const current = rows.get(host) ?? { host, lastSeenAt: now, startedAt: now, running: 0, maxConcurrent: 0, draining: false, drainExpiresAt: null, codeVersion: null }
+        return [undefined, put(rows, host, { ...current, draining: false, drainExpiresAt: null, lastSeenAt: now })]
+      })
+  })
+}
+
+/** A layer providing the in-memory `JobStore` and `JobLeases` on the `MemoryDatabase`. */
+export const memoryJobStoreLayer = (
+  options: { readonly prefix?: string | undefined } = {}
+): Layer.Layer<JobStore | JobLeases, never, MemoryDatabase> =>
+  Layer.merge(
+    Layer.effect(JobStore, Effect.map(MemoryDatabase, (db) => makeMemoryJobStore(db, options))),
+    Layer.effect(JobLeases, Effect.map(MemoryDatabase, (db) => makeMemoryLeaseLock(db, { table: tableNames(options.prefix).jobLocks })))
+  )

@@ -3,7 +3,7 @@
  * `affectedRows` (mysql2 counts matched rows). Tables use utf8mb4 with a binary collation so
  * names compare exactly as written (the server default is case-insensitive).
  */
-import { type Dialect, type Syntax, sqlFor } from "./sql.ts"
+import { type Dialect, errorCode, type Syntax, sqlFor } from "./sql.ts"
 
 const syntax: Syntax = {
   name: "mysql",
@@ -31,5 +31,25 @@ export const mysql: Dialect = {
     insert: (t, row) =>
       sql`INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt})`
   },
+  jobs: {
+    // A plain INSERT: a taken unique key fails it (without aborting a transaction); the store
+    // then finds the existing job by its key.
+    insert: ({ sql, jobs }, j) =>
+      sql`INSERT INTO ${jobs} (id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, unique_key, run_at, created_at, updated_at) VALUES (${j.id}, ${j.name}, ${j.queue}, ${j.payload}, ${j.priority}, 'pending', 0, ${j.maxRetries}, ${j.claimTimeout}, ${j.uniqueKey}, ${j.runAt}, ${j.now}, ${j.now})`,
+    // No UPDATE … RETURNING: the store locks one due row with this, updates it by id and reads it
+    // back. The claim index must drive the scan: with a filesort, InnoDB locks every due row it
+    // reads before LIMIT applies, and concurrent claimers then skip them all and find nothing.
+    pickDue: ({ sql, jobs, claimIndex }, due) =>
+      sql`SELECT id FROM ${jobs} FORCE INDEX (${claimIndex}) WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT 1 FOR UPDATE SKIP LOCKED`,
+    lockHost: ({ sql, hosts }, host) => sql`SELECT host FROM ${hosts} WHERE host = ${host} FOR UPDATE`,
+    // MySQL cannot select from the table it updates; a single-table UPDATE takes ORDER BY and LIMIT.
+    handOff: ({ sql, jobs }, leaseName, now) =>
+      sql`UPDATE ${jobs} SET run_at = LEAST(run_at, ${now}) WHERE lease_name = ${leaseName} AND status = 'pending' ORDER BY priority DESC, created_at ASC LIMIT 1`,
+    upsertHost: ({ sql, hosts }, host, now, maxConcurrent, codeVersion) =>
+      sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining, code_version) VALUES (${host}, ${now}, ${now}, 0, ${maxConcurrent}, 0, ${codeVersion}) ON DUPLICATE KEY UPDATE last_seen_at = VALUES(last_seen_at), max_concurrent = VALUES(max_concurrent), code_version = VALUES(code_version)`,
+    ensureHost: ({ sql, hosts }, host, now) =>
+      sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining) VALUES (${host}, ${now}, ${now}, 0, 0, 0) ON DUPLICATE KEY UPDATE host = host`
+  },
+  isTransient: (cause) => ["ER_LOCK_DEADLOCK", "ER_LOCK_WAIT_TIMEOUT"].includes(errorCode(cause) ?? ""),
   affectedRows: (raw) => Number((raw as { affectedRows?: number }).affectedRows ?? 0)
 }

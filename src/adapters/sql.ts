@@ -6,17 +6,42 @@
  * Statements that read the same on all three databases are written once here; whatever
  * differs (DDL, conflict-free insert, catalog queries, row counts) sits in the dialect's file.
  */
+import type { ReapDecision } from "../core/jobs.ts"
 import type { LeaseRow } from "../core/lease.ts"
+import type { ClaimInput, JobFilter, NewJob } from "./JobStore.ts"
+import type { TableNames } from "./tables.ts"
 
 /** SQL text and its bound parameters. */
 export interface Statement {
   readonly sql: string
   readonly params: ReadonlyArray<unknown>
+  /** The unrendered template, so a statement can be nested in another (placeholders renumbered). */
+  readonly fragment?: Fragment
 }
+
+/** A template's pieces before rendering. */
+export interface Fragment {
+  readonly strings: ReadonlyArray<string>
+  readonly values: ReadonlyArray<unknown>
+}
+
+const isNested = (v: unknown): v is Statement & { readonly fragment: Fragment } =>
+  typeof v === "object" && v !== null && "fragment" in v && (v as Statement).fragment !== undefined
 
 /** Raw SQL spliced into a statement as written (identifiers, never user values). */
 export class RawSql {
   constructor(readonly text: string) {}
+}
+
+/** A list of values bound as one parameter each, for `IN (…)`. */
+export class SqlList {
+  constructor(readonly values: ReadonlyArray<unknown>) {}
+}
+
+/** A whole number spliced as text (MySQL refuses a bound LIMIT under prepared statements). */
+export const literalInt = (n: number): RawSql => {
+  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`not a non-negative integer: ${n}`)
+  return new RawSql(String(n))
 }
 
 /** The pieces of syntax that differ between dialects, chosen once when a store is built. */
@@ -28,23 +53,37 @@ export interface Syntax {
   readonly quote: (identifier: string) => string
 }
 
-/**
- * A tagged template that turns `${value}` into a bound parameter and `${RawSql}` into text,
- * so SQL reads as SQL in the dialect files.
- */
-export const sqlFor = (syntax: Syntax) => (strings: TemplateStringsArray, ...values: ReadonlyArray<unknown>): Statement => {
-  let text = strings[0] ?? ""
-  const params: Array<unknown> = []
-  values.forEach((value, i) => {
+const render = (syntax: Syntax, fragment: Fragment, params: Array<unknown>): string => {
+  let text = fragment.strings[0] ?? ""
+  fragment.values.forEach((value, i) => {
     if (value instanceof RawSql) {
       text += value.text
+    } else if (value instanceof SqlList) {
+      text += value.values.map((v) => {
+        params.push(v)
+        return syntax.placeholder(params.length)
+      }).join(", ")
+    } else if (isNested(value)) {
+      text += render(syntax, value.fragment, params)
     } else {
       params.push(value)
       text += syntax.placeholder(params.length)
     }
-    text += strings[i + 1] ?? ""
+    text += fragment.strings[i + 1] ?? ""
   })
-  return { sql: text, params }
+  return text
+}
+
+/**
+ * A tagged template that turns `${value}` into a bound parameter, `${RawSql}` into text,
+ * `${SqlList}` into a list of parameters and `${statement}` into that statement's SQL (its
+ * placeholders renumbered), so SQL reads as SQL in the dialect files.
+ */
+export const sqlFor = (syntax: Syntax) => (strings: TemplateStringsArray, ...values: ReadonlyArray<unknown>): Statement => {
+  const fragment: Fragment = { strings: [...strings], values }
+  const params: Array<unknown> = []
+  const sql = render(syntax, fragment, params)
+  return { sql, params, fragment }
 }
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/
@@ -117,6 +156,164 @@ export const leaseStatements = (syntax: Syntax, dialect: LeaseDialect, tableName
 export interface Dialect {
   readonly syntax: Syntax
   readonly lease: LeaseDialect
+  readonly jobs: JobDialect
   /** Rows a statement changed, from the driver's `.raw` result. */
   readonly affectedRows: (raw: unknown) => number
+  /**
+   * Whether a driver error means "rolled back, try again" (a deadlock victim, a serialization
+   * failure), so a statement or claim that ran on its own can safely be retried.
+   */
+  readonly isTransient: (cause: unknown) => boolean
 }
+
+/** The driver's error code, if it has one. */
+export const errorCode = (cause: unknown): string | undefined => {
+  const code = (cause as { code?: unknown } | null)?.code
+  return typeof code === "string" ? code : undefined
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// Jobs and hosts
+
+/** The columns of a job row, in table order. */
+export const JOB_COLUMNS = new RawSql(
+  "id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, claim_token, claimed_by, " +
+    "unique_key, lease_name, heartbeat_at, last_error, run_at, completed_at, failed_at, created_at, updated_at"
+)
+
+/** The quoted tables and the builder a dialect's job statements are written with. */
+export interface JobSqlContext {
+  readonly sql: (strings: TemplateStringsArray, ...values: ReadonlyArray<unknown>) => Statement
+  readonly jobs: RawSql
+  readonly hosts: RawSql
+  /** The claim index, (status, priority DESC, run_at), named after the jobs table. */
+  readonly claimIndex: RawSql
+}
+
+/** The name of the claim index of a jobs table. */
+export const claimIndexName = (jobsTable: string) => `${jobsTable}_claim`
+
+/** What a claim writes and which rows it may take, for a dialect to wrap in its own form. */
+export interface ClaimParts {
+  /** `status = 'processing', attempts = attempts + 1, claim_token = …` */
+  readonly set: Statement
+  /** `status = 'pending' AND run_at <= … [AND queue IN (…)]` */
+  readonly due: Statement
+  /** With a host cap on SQLite: `AND (running count) < cap`, else empty. */
+  readonly capped: Statement
+}
+
+/** What a dialect file supplies for the jobs and hosts tables. */
+export interface JobDialect {
+  /** Inserts a job; where the database allows, a taken unique key inserts nothing instead of failing. */
+  readonly insert: (c: JobSqlContext, job: NewJob) => Statement
+  /** One statement that claims one due row and returns it (PostgreSQL, SQLite). */
+  readonly claimReturning?: (c: JobSqlContext, parts: ClaimParts) => Statement
+  /** Locks one due row for a claim inside a transaction, skipping rows others hold (MySQL). */
+  readonly pickDue?: (c: JobSqlContext, due: Statement) => Statement
+  /** Locks the host row while counting and claiming under a host cap (PostgreSQL, MySQL). */
+  readonly lockHost?: (c: JobSqlContext, host: string) => Statement
+  /** Makes the best job waiting on a lease (highest priority, then oldest) due now. */
+  readonly handOff: (c: JobSqlContext, leaseName: string, now: number) => Statement
+  /** Inserts a host row or refreshes it. */
+  readonly upsertHost: (c: JobSqlContext, host: string, now: number, maxConcurrent: number, codeVersion: string | null) => Statement
+  /** Inserts a host row if it is missing. */
+  readonly ensureHost: (c: JobSqlContext, host: string, now: number) => Statement
+}
+
+/** The job and host statements for one dialect and one table prefix. */
+export const jobStatements = (dialect: Dialect, tables: TableNames) => {
+  const sql = sqlFor(dialect.syntax)
+  const jobs = new RawSql(dialect.syntax.quote(checkIdentifier(tables.jobs)))
+  const hosts = new RawSql(dialect.syntax.quote(checkIdentifier(tables.hosts)))
+  const c: JobSqlContext = { sql, jobs, hosts, claimIndex: new RawSql(dialect.syntax.quote(claimIndexName(tables.jobs))) }
+  const d = dialect.jobs
+  const cols = JOB_COLUMNS
+  const empty = sql``
+
+  const countRunning = (host: string) =>
+    sql`SELECT COUNT(*) AS n FROM ${jobs} WHERE claimed_by = ${host} AND status = 'processing'`
+  // Pending, due, in the worker's queues.
+  const due = (input: ClaimInput) =>
+    input.queues === undefined
+      ? sql`status = 'pending' AND run_at <= ${input.now}`
+      : sql`status = 'pending' AND run_at <= ${input.now} AND queue IN (${new SqlList(input.queues)})`
+  // A fresh token, this host, attempts + 1, no heartbeat, and the timeout capped by the worker's.
+  const claimSet = (input: ClaimInput) =>
+    input.timeoutCap === undefined
+      ? sql`status = 'processing', attempts = attempts + 1, claim_token = ${input.claimToken}, claimed_by = ${input.host}, heartbeat_at = NULL, updated_at = ${input.now}`
+      : sql`status = 'processing', attempts = attempts + 1, claim_token = ${input.claimToken}, claimed_by = ${input.host}, heartbeat_at = NULL, updated_at = ${input.now}, claim_timeout = CASE WHEN claim_timeout IS NULL OR claim_timeout > ${input.timeoutCap} THEN ${input.timeoutCap} ELSE claim_timeout END`
+  // Stale: last seen (heartbeat, else last update) more than t + max(60, t) seconds ago.
+  // Timeouts are at most MAX_TIMEOUT_SECONDS, so the grace in ms fits a 32-bit integer.
+  const staleAt = (now: number, timeout: number) =>
+    sql`status = 'processing' AND COALESCE(heartbeat_at, updated_at) + (COALESCE(claim_timeout, ${timeout}) + CASE WHEN COALESCE(claim_timeout, ${timeout}) > 60 THEN COALESCE(claim_timeout, ${timeout}) ELSE 60 END) * 1000 < ${now}`
+  const reapGuard = (row: { readonly id: string; readonly attempts: number }, now: number, timeout: number) =>
+    sql`WHERE id = ${row.id} AND attempts = ${row.attempts} AND ${staleAt(now, timeout)}`
+
+  return {
+    insert: (job: NewJob) => d.insert(c, job),
+    idByUniqueKey: (key: string) => sql`SELECT id FROM ${jobs} WHERE unique_key = ${key}`,
+    byId: (id: string) => sql`SELECT ${cols} FROM ${jobs} WHERE id = ${id}`,
+    claimReturning: d.claimReturning === undefined ? undefined : (input: ClaimInput, cap?: number) =>
+      d.claimReturning!(c, {
+        set: claimSet(input),
+        due: due(input),
+        capped: cap === undefined ? empty : sql` AND (${countRunning(input.host)}) < ${cap}`
+      }),
+    pickDue: (input: ClaimInput) => d.pickDue!(c, due(input)),
+    claimById: (id: string, input: ClaimInput) =>
+      sql`UPDATE ${jobs} SET ${claimSet(input)} WHERE id = ${id} AND status = 'pending'`,
+    countRunning,
+    lockHost: d.lockHost === undefined ? undefined : (host: string) => d.lockHost!(c, host),
+    ensureHost: (host: string, now: number) => d.ensureHost(c, host, now),
+    complete: (id: string, token: string, now: number) =>
+      sql`UPDATE ${jobs} SET status = 'completed', completed_at = ${now}, updated_at = ${now} WHERE id = ${id} AND status = 'processing' AND claim_token = ${token}`,
+    retry: (id: string, token: string, now: number, runAt: number, error: string) =>
+      sql`UPDATE ${jobs} SET status = 'pending', run_at = ${runAt}, last_error = ${error}, claim_token = NULL, updated_at = ${now} WHERE id = ${id} AND status = 'processing' AND claim_token = ${token}`,
+    kill: (id: string, token: string, now: number, error: string) =>
+      sql`UPDATE ${jobs} SET status = 'failed', failed_at = ${now}, last_error = ${error}, updated_at = ${now} WHERE id = ${id} AND status = 'processing' AND claim_token = ${token}`,
+    defer: (id: string, token: string, now: number, runAt: number, leaseName: string) =>
+      sql`UPDATE ${jobs} SET status = 'pending', attempts = attempts - 1, run_at = ${runAt}, claim_token = NULL, lease_name = ${leaseName}, updated_at = ${now} WHERE id = ${id} AND status = 'processing' AND claim_token = ${token} AND attempts > 0`,
+    heartbeat: (id: string, token: string, now: number) =>
+      sql`UPDATE ${jobs} SET heartbeat_at = ${now} WHERE id = ${id} AND status = 'processing' AND claim_token = ${token}`,
+    stale: (now: number, timeout: number, limit: number) =>
+      sql`SELECT ${cols} FROM ${jobs} WHERE ${staleAt(now, timeout)} ORDER BY updated_at ASC LIMIT ${literalInt(limit)}`,
+    reap: (row: { readonly id: string; readonly attempts: number }, decision: ReapDecision, now: number, timeout: number) => {
+      const guard = reapGuard(row, now, timeout)
+      switch (decision._tag) {
+        case "Retry":
+          return sql`UPDATE ${jobs} SET status = 'pending', run_at = ${decision.runAt}, claim_token = NULL, last_error = ${REAPED_RETRY}, updated_at = ${now} ${guard}`
+        case "Dead":
+          return sql`UPDATE ${jobs} SET status = 'failed', failed_at = ${now}, claim_token = NULL, last_error = ${REAPED_DEAD}, updated_at = ${now} ${guard}`
+        case "Interrupted":
+          return sql`UPDATE ${jobs} SET status = 'interrupted', failed_at = ${now}, claim_token = NULL, last_error = ${decision.message}, updated_at = ${now} ${guard}`
+      }
+    },
+    handOff: (leaseName: string, now: number) => d.handOff(c, leaseName, now),
+    list: (f: JobFilter) =>
+      sql`SELECT ${cols} FROM ${jobs} WHERE 1 = 1${f.status === undefined ? empty : sql` AND status = ${f.status}`}${
+        f.queue === undefined ? empty : sql` AND queue = ${f.queue}`
+      }${f.name === undefined ? empty : sql` AND name = ${f.name}`} ORDER BY created_at DESC, id ASC LIMIT ${literalInt(f.limit)}`,
+    counts: sql`SELECT queue, status, COUNT(*) AS n FROM ${jobs} GROUP BY queue, status ORDER BY queue, status`,
+    retryDead: (id: string, now: number) =>
+      sql`UPDATE ${jobs} SET status = 'pending', attempts = 0, run_at = ${now}, claim_token = NULL, failed_at = NULL, updated_at = ${now} WHERE id = ${id} AND status IN ('failed', 'interrupted')`,
+    purge: (status: "completed" | "failed" | "interrupted", before: number) =>
+      status === "completed"
+        ? sql`DELETE FROM ${jobs} WHERE status = 'completed' AND completed_at < ${before}`
+        : sql`DELETE FROM ${jobs} WHERE status = ${status} AND failed_at < ${before}`,
+    upsertHost: (host: string, now: number, f: { readonly maxConcurrent: number; readonly codeVersion: string | null }) =>
+      d.upsertHost(c, host, now, f.maxConcurrent, f.codeVersion),
+    hostByName: (host: string) => sql`SELECT * FROM ${hosts} WHERE host = ${host}`,
+    listHosts: sql`SELECT * FROM ${hosts} ORDER BY host`,
+    drain: (host: string, now: number, expiresAt: number | null) =>
+      sql`UPDATE ${hosts} SET draining = 1, drain_expires_at = ${expiresAt}, last_seen_at = ${now} WHERE host = ${host}`,
+    resume: (host: string, now: number) =>
+      sql`UPDATE ${hosts} SET draining = 0, drain_expires_at = NULL, last_seen_at = ${now} WHERE host = ${host}`
+  }
+}
+
+/** `last_error` of a row the reaper sent back to pending. */
+export const REAPED_RETRY = "reaped: no sign of life within its grace (worker gone or stuck); retrying"
+/** `last_error` of a row the reaper marked dead. */
+export const REAPED_DEAD = "reaped: no sign of life within its grace (worker gone or stuck); retries used up"

@@ -2,7 +2,7 @@
  * SQLite: every statement that is SQLite's own. Placeholders are `?`; INTEGER holds epoch ms;
  * row counts are better-sqlite3's `changes`.
  */
-import { type Dialect, type Syntax, sqlFor } from "./sql.ts"
+import { type Dialect, errorCode, JOB_COLUMNS, type Syntax, sqlFor } from "./sql.ts"
 
 const syntax: Syntax = {
   name: "sqlite",
@@ -27,5 +27,20 @@ export const sqlite: Dialect = {
     insert: (t, row) =>
       sql`INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt}) ON CONFLICT (lockname) DO NOTHING`
   },
+  jobs: {
+    insert: ({ sql, jobs }, j) =>
+      sql`INSERT INTO ${jobs} (id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, unique_key, run_at, created_at, updated_at) VALUES (${j.id}, ${j.name}, ${j.queue}, ${j.payload}, ${j.priority}, 'pending', 0, ${j.maxRetries}, ${j.claimTimeout}, ${j.uniqueKey}, ${j.runAt}, ${j.now}, ${j.now}) ON CONFLICT (unique_key) DO NOTHING`,
+    // One statement, and SQLite has one writer at a time, so picking and claiming (and, with a
+    // host cap, counting) cannot interleave with another claimer.
+    claimReturning: ({ sql, jobs }, { set, due, capped }) =>
+      sql`UPDATE ${jobs} SET ${set} WHERE id = (SELECT id FROM ${jobs} WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT 1)${capped} RETURNING ${JOB_COLUMNS}`,
+    handOff: ({ sql, jobs }, leaseName, now) =>
+      sql`UPDATE ${jobs} SET run_at = MIN(run_at, ${now}) WHERE id = (SELECT id FROM ${jobs} WHERE lease_name = ${leaseName} AND status = 'pending' ORDER BY priority DESC, created_at ASC LIMIT 1)`,
+    upsertHost: ({ sql, hosts }, host, now, maxConcurrent, codeVersion) =>
+      sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining, code_version) VALUES (${host}, ${now}, ${now}, 0, ${maxConcurrent}, 0, ${codeVersion}) ON CONFLICT (host) DO UPDATE SET last_seen_at = excluded.last_seen_at, max_concurrent = excluded.max_concurrent, code_version = excluded.code_version`,
+    ensureHost: ({ sql, hosts }, host, now) =>
+      sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining) VALUES (${host}, ${now}, ${now}, 0, 0, 0) ON CONFLICT (host) DO NOTHING`
+  },
+  isTransient: (cause) => ["SQLITE_BUSY", "SQLITE_BUSY_SNAPSHOT"].includes(errorCode(cause) ?? ""),
   affectedRows: (raw) => Number((raw as { changes?: number }).changes ?? 0)
 }

@@ -1,4 +1,6 @@
 /** Every conformance suite, run on the postgres adapter. */
+import { jobConformance } from "../conformance/jobs.ts"
 import { leaseLockConformance } from "../conformance/leaseLock.ts"
 
 leaseLockConformance("postgres")
+jobConformance("postgres")

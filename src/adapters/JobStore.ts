@@ -1,0 +1,310 @@
+/**
+ * JobStore: the job and host tables behind one service (behaviour.md §1, §4–§9). The SQL
+ * store (`make`) runs each dialect's statements; the in-memory store (`./memory.ts`) is the
+ * model it must agree with. Stores only read and write rows: every decision (backoff,
+ * staleness, reap outcome, lease rules) is made by src/core and passed in.
+ */
+import { SqlClient } from "@effect/sql"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Context, Effect, Layer, Option } from "effect"
+import type { JobStatus, ReapDecision } from "../core/jobs.ts"
+import { decodeEpochMs } from "../core/lease.ts"
+import { dialectOf } from "./dialects.ts"
+import * as LeaseLock from "./LeaseLock.ts"
+import { inTransaction } from "./LeaseLock.ts"
+import type { LeaseLockApi } from "./LeaseLock.ts"
+import { jobStatements, type Statement } from "./sql.ts"
+import { type TableNames, tableNames } from "./tables.ts"
+
+/** One row of the jobs table. Times are epoch ms. */
+export interface JobRow {
+  readonly id: string
+  readonly name: string
+  readonly queue: string
+  /** The payload as the job type's Schema encoded it, in JSON. */
+  readonly payload: string
+  readonly priority: number
+  readonly status: JobStatus
+  readonly attempts: number
+  readonly maxRetries: number
+  /** Seconds; the smaller of the job type's timeout and the claiming worker's cap. */
+  readonly claimTimeout: number | null
+  readonly claimToken: string | null
+  readonly claimedBy: string | null
+  readonly uniqueKey: string
+  /** The lease a deferred job waits for, so a release can hand off to it. */
+  readonly leaseName: string | null
+  readonly heartbeatAt: number | null
+  readonly lastError: string | null
+  readonly runAt: number
+  readonly completedAt: number | null
+  readonly failedAt: number | null
+  readonly createdAt: number
+  readonly updatedAt: number
+}
+
+/** A job row to insert. `uniqueKey` is the job's own id when the caller gave none. */
+export interface NewJob {
+  readonly id: string
+  readonly name: string
+  readonly queue: string
+  readonly payload: string
+  readonly priority: number
+  readonly maxRetries: number
+  readonly claimTimeout: number
+  readonly uniqueKey: string
+  readonly runAt: number
+  readonly now: number
+}
+
+/** What a claim asks for. */
+export interface ClaimInput {
+  /** Claim only from these queues; all queues when undefined. */
+  readonly queues: ReadonlyArray<string> | undefined
+  readonly host: string
+  readonly now: number
+  /** The fresh claim token this attempt will carry. */
+  readonly claimToken: string
+  /** The worker's timeout cap in seconds: the claim stores min(row's timeout, cap). */
+  readonly timeoutCap: number | undefined
+  /** With a cap > 0, a host whose processing rows reach it claims nothing. */
+  readonly hostCap: number | undefined
+}
+
+/** The outcome of a claim. */
+export type ClaimResult =
+  | { readonly _tag: "Claimed"; readonly job: JobRow }
+  | { readonly _tag: "NothingDue" }
+  | { readonly _tag: "Capped"; readonly running: number }
+
+/** One row of the hosts table. */
+export interface HostRow {
+  readonly host: string
+  readonly lastSeenAt: number
+  readonly startedAt: number
+  readonly running: number
+  readonly maxConcurrent: number
+  readonly draining: boolean
+  readonly drainExpiresAt: number | null
+  readonly codeVersion: string | null
+}
+
+/** Counts of jobs per queue and status. */
+export interface JobCount {
+  readonly queue: string
+  readonly status: JobStatus
+  readonly count: number
+}
+
+/** Filter for listing jobs. */
+export interface JobFilter {
+  readonly status?: JobStatus | undefined
+  readonly queue?: string | undefined
+  readonly name?: string | undefined
+  readonly limit: number
+}
+
+/** The job-table operations. Guarded writes return whether a row changed (false = fenced). */
+export interface JobStoreApi {
+  readonly tables: TableNames
+  /** Inserts the job, or finds the existing one with the same unique key. */
+  readonly insert: (job: NewJob) => Effect.Effect<{ readonly id: string; readonly duplicate: boolean }, SqlError>
+  /** Claims the first due job it can win (priority DESC, run_at ASC), atomically. */
+  readonly claim: (input: ClaimInput) => Effect.Effect<ClaimResult, SqlError>
+  /** Marks our attempt completed; false when fenced (the claim was reaped and re-claimed). */
+  readonly complete: (id: string, token: string, now: number) => Effect.Effect<boolean, SqlError>
+  /** Sends our failed attempt back to pending at `runAt`, clearing the token; false when fenced. */
+  readonly retry: (id: string, token: string, now: number, runAt: number, error: string) => Effect.Effect<boolean, SqlError>
+  /** Marks our failed attempt dead (`failed`); false when fenced. */
+  readonly kill: (id: string, token: string, now: number, error: string) => Effect.Effect<boolean, SqlError>
+  /** A busy lease: back to pending at `runAt`, attempt given back, waiting on `leaseName`. */
+  readonly defer: (id: string, token: string, now: number, runAt: number, leaseName: string) => Effect.Effect<boolean, SqlError>
+  /** Proof of life from a running attempt; false when fenced. */
+  readonly heartbeat: (id: string, token: string, now: number) => Effect.Effect<boolean, SqlError>
+  /** Processing rows stale at `now` (limit rows), for the reaper to decide on. */
+  readonly stale: (now: number, defaultTimeoutSeconds: number, limit: number) => Effect.Effect<ReadonlyArray<JobRow>, SqlError>
+  /**
+   * Applies a reap decision, guarded by the attempts value read and by staleness, so two
+   * reapers cannot both win. True when this call reaped the row.
+   */
+  readonly reap: (row: JobRow, decision: ReapDecision, now: number, defaultTimeoutSeconds: number) => Effect.Effect<boolean, SqlError>
+  /** Makes the best job waiting on `leaseName` due now; true when one was woken. */
+  readonly handOff: (leaseName: string, now: number) => Effect.Effect<boolean, SqlError>
+  readonly get: (id: string) => Effect.Effect<Option.Option<JobRow>, SqlError>
+  readonly list: (filter: JobFilter) => Effect.Effect<ReadonlyArray<JobRow>, SqlError>
+  readonly counts: Effect.Effect<ReadonlyArray<JobCount>, SqlError>
+  /** Puts a failed or interrupted job back to pending, due now, with fresh attempts. */
+  readonly retryDead: (id: string, now: number) => Effect.Effect<boolean, SqlError>
+  /** Deletes finished jobs (completed, failed, interrupted) of `status` finished before `before`. */
+  readonly purge: (status: "completed" | "failed" | "interrupted", before: number) => Effect.Effect<number, SqlError>
+  /** Creates or refreshes a host row. */
+  readonly touchHost: (host: string, now: number, fields: { readonly maxConcurrent: number; readonly codeVersion: string | null }) => Effect.Effect<void, SqlError>
+  readonly getHost: (host: string) => Effect.Effect<Option.Option<HostRow>, SqlError>
+  readonly listHosts: Effect.Effect<ReadonlyArray<HostRow>, SqlError>
+  /** Marks the host draining until `expiresAt` (null: no expiry). */
+  readonly drain: (host: string, now: number, expiresAt: number | null) => Effect.Effect<void, SqlError>
+  readonly resume: (host: string, now: number) => Effect.Effect<void, SqlError>
+}
+
+/** The JobStore service. */
+export class JobStore extends Context.Tag("leasehold/JobStore")<JobStore, JobStoreApi>() {}
+
+const int = (v: unknown): number => Number(v)
+const intOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v))
+const msOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : decodeEpochMs(v))
+const strOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : String(v))
+
+/** Decodes a job row from any driver (BIGINT as string, number or bigint). */
+export const decodeJobRow = (r: Record<string, unknown>): JobRow => ({
+  id: String(r.id),
+  name: String(r.name),
+  queue: String(r.queue),
+  payload: String(r.payload),
+  priority: int(r.priority),
+  status: String(r.status) as JobStatus,
+  attempts: int(r.attempts),
+  maxRetries: int(r.max_retries),
+  claimTimeout: intOrNull(r.claim_timeout),
+  claimToken: strOrNull(r.claim_token),
+  claimedBy: strOrNull(r.claimed_by),
+  uniqueKey: String(r.unique_key),
+  leaseName: strOrNull(r.lease_name),
+  heartbeatAt: msOrNull(r.heartbeat_at),
+  lastError: strOrNull(r.last_error),
+  runAt: decodeEpochMs(r.run_at),
+  completedAt: msOrNull(r.completed_at),
+  failedAt: msOrNull(r.failed_at),
+  createdAt: decodeEpochMs(r.created_at),
+  updatedAt: decodeEpochMs(r.updated_at)
+})
+
+/** Decodes a host row. */
+export const decodeHostRow = (r: Record<string, unknown>): HostRow => ({
+  host: String(r.host),
+  lastSeenAt: decodeEpochMs(r.last_seen_at),
+  startedAt: decodeEpochMs(r.started_at),
+  running: int(r.running),
+  maxConcurrent: int(r.max_concurrent),
+  draining: int(r.draining) !== 0,
+  drainExpiresAt: msOrNull(r.drain_expires_at),
+  codeVersion: strOrNull(r.code_version)
+})
+
+/**
+ * Builds the SQL JobStore over the current `SqlClient` for one table prefix. The dialect is
+ * resolved here, once; statements run without the app's name transforms, and inside the
+ * caller's transaction when there is one (so an enqueue joins it).
+ */
+export const make = (options: { readonly prefix?: string | undefined } = {}): Effect.Effect<JobStoreApi, never, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const dialect = dialectOf(sql)
+    const tables = tableNames(options.prefix)
+    const s = jobStatements(dialect, tables)
+
+    const rows = (st: Statement) => sql.unsafe<Record<string, unknown>>(st.sql, st.params as Array<unknown>).withoutTransform
+    const changed = (st: Statement) => Effect.map(sql.unsafe(st.sql, st.params as Array<unknown>).raw, dialect.affectedRows)
+    const first = <A>(st: Statement, decode: (r: Record<string, unknown>) => A) =>
+      Effect.map(rows(st), (r) => Option.map(Option.fromNullable(r[0]), decode))
+    const jobs = (st: Statement) => Effect.map(rows(st), (r) => r.map(decodeJobRow))
+
+    const insert = (job: NewJob) =>
+      Effect.gen(function*() {
+        const inserted = yield* Effect.either(changed(s.insert(job)))
+        if (inserted._tag === "Right" && inserted.right > 0) return { id: job.id, duplicate: false }
+        // Nothing inserted (or, on MySQL, a duplicate-key error): the key is taken.
+        const existing = yield* first(s.idByUniqueKey(job.uniqueKey), (r) => String(r.id))
+        if (Option.isSome(existing)) return { id: existing.value, duplicate: true }
+        if (inserted._tag === "Left") return yield* Effect.fail(inserted.left)
+        return yield* Effect.dieMessage(`enqueue inserted nothing and found no job with unique key ${job.uniqueKey}`)
+      })
+
+    const countRunning = (host: string) => Effect.map(rows(s.countRunning(host)), (r) => int(r[0]?.n ?? 0))
+
+    const claimRow = (input: ClaimInput): Effect.Effect<Option.Option<JobRow>, SqlError> =>
+      s.claimReturning
+        ? Effect.map(jobs(s.claimReturning(input)), (r) => Option.fromNullable(r[0]))
+        // MySQL has no UPDATE … RETURNING: lock one due row (skipping rows other claimers
+        // hold), update it, and read it back, all in one transaction.
+        : sql.withTransaction(Effect.gen(function*() {
+          const picked = yield* first(s.pickDue(input), (r) => String(r.id))
+          if (Option.isNone(picked)) return Option.none()
+          yield* changed(s.claimById(picked.value, input))
+          return yield* first(s.byId(picked.value), decodeJobRow)
+        }))
+
+    const claim = (input: ClaimInput): Effect.Effect<ClaimResult, SqlError> => {
+      const cap = input.hostCap ?? 0
+      if (cap <= 0) {
+        return Effect.map(claimRow(input), Option.match({
+          onNone: (): ClaimResult => ({ _tag: "NothingDue" }),
+          onSome: (job): ClaimResult => ({ _tag: "Claimed", job })
+        }))
+      }
+      if (s.lockHost === undefined) {
+        // SQLite: one statement counts and claims; the database allows one writer at a time.
+        return Effect.flatMap(jobs(s.claimReturning!(input, cap)), (r) =>
+          r[0] !== undefined
+            ? Effect.succeed<ClaimResult>({ _tag: "Claimed", job: r[0] })
+            : Effect.map(countRunning(input.host), (running): ClaimResult =>
+              running >= cap ? { _tag: "Capped", running } : { _tag: "NothingDue" }))
+      }
+      // PostgreSQL, MySQL: the host row is locked while counting and claiming, so two claimers
+      // on one host cannot both see room for one more.
+      return sql.withTransaction(Effect.gen(function*() {
+        yield* changed(s.ensureHost(input.host, input.now))
+        yield* rows(s.lockHost!(input.host))
+        const running = yield* countRunning(input.host)
+        if (running >= cap) return { _tag: "Capped", running } as ClaimResult
+        return Option.match(yield* claimRow(input), {
+          onNone: (): ClaimResult => ({ _tag: "NothingDue" }),
+          onSome: (job): ClaimResult => ({ _tag: "Claimed", job })
+        })
+      }))
+    }
+
+    // A deadlock victim or serialization failure was rolled back whole; when it ran on its
+    // own (not inside the caller's transaction), running it again is safe.
+    const retryTransient = <A>(effect: Effect.Effect<A, SqlError>) =>
+      Effect.flatMap(inTransaction, (inside) =>
+        inside ? effect : Effect.retry(effect, { times: 5, while: (e) => dialect.isTransient(e.cause) }))
+    const yes = (st: Statement) => retryTransient(Effect.map(changed(st), (n) => n > 0))
+
+    return JobStore.of({
+      tables,
+      insert,
+      claim: (input) => retryTransient(claim(input)),
+      complete: (id, token, now) => yes(s.complete(id, token, now)),
+      retry: (id, token, now, runAt, error) => yes(s.retry(id, token, now, runAt, error)),
+      kill: (id, token, now, error) => yes(s.kill(id, token, now, error)),
+      defer: (id, token, now, runAt, leaseName) => yes(s.defer(id, token, now, runAt, leaseName)),
+      heartbeat: (id, token, now) => yes(s.heartbeat(id, token, now)),
+      stale: (now, timeout, limit) => jobs(s.stale(now, timeout, limit)),
+      reap: (row, decision, now, timeout) => yes(s.reap(row, decision, now, timeout)),
+      handOff: (leaseName, now) => yes(s.handOff(leaseName, now)),
+      get: (id) => first(s.byId(id), decodeJobRow),
+      list: (filter) => jobs(s.list(filter)),
+      counts: Effect.map(rows(s.counts), (r) =>
+        r.map((x) => ({ queue: String(x.queue), status: String(x.status) as JobStatus, count: int(x.n) }))),
+      retryDead: (id, now) => yes(s.retryDead(id, now)),
+      purge: (status, before) => changed(s.purge(status, before)),
+      touchHost: (host, now, fields) => Effect.asVoid(changed(s.upsertHost(host, now, fields))),
+      getHost: (host) => first(s.hostByName(host), decodeHostRow),
+      listHosts: Effect.map(rows(s.listHosts), (r) => r.map(decodeHostRow)),
+      drain: (host, now, expiresAt) =>
+        Effect.zipRight(changed(s.ensureHost(host, now)), Effect.asVoid(changed(s.drain(host, now, expiresAt)))),
+      resume: (host, now) => Effect.zipRight(changed(s.ensureHost(host, now)), Effect.asVoid(changed(s.resume(host, now))))
+    })
+  })
+
+/** The LeaseLock on leasehold's job-lock table, for exclusive jobs and concurrency keys. */
+export class JobLeases extends Context.Tag("leasehold/JobLeases")<JobLeases, LeaseLockApi>() {}
+
+/** A layer providing the SQL `JobStore` and `JobLeases` for one prefix over the current `SqlClient`. */
+export const layer = (
+  options: { readonly prefix?: string | undefined } = {}
+): Layer.Layer<JobStore | JobLeases, never, SqlClient.SqlClient> =>
+  Layer.merge(
+    Layer.effect(JobStore, make(options)),
+    Layer.effect(JobLeases, LeaseLock.make({ table: tableNames(options.prefix).jobLocks }))
+  )

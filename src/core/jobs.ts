@@ -1,0 +1,120 @@
+/**
+ * The job rules, as pure functions over plain data (behaviour.md §4–§7, §9): backoff, what a
+ * failure or a reap does to a row, staleness, and the tallies that processQueue and tick
+ * report. No I/O: stores and the worker call these and write what they decide.
+ */
+import { leaseWindowSeconds } from "./lease.ts"
+
+/** Job statuses. `failed` is dead (retries used up); `interrupted` is reaped and not idempotent. */
+export type JobStatus = "pending" | "processing" | "completed" | "failed" | "interrupted"
+
+/** All statuses, in lifecycle order. */
+export const JOB_STATUSES: ReadonlyArray<JobStatus> = ["pending", "processing", "completed", "failed", "interrupted"]
+
+/** Longest unique key a job row holds. */
+export const MAX_UNIQUE_KEY_LENGTH = 255
+/** Longest job name and queue name a job row holds. */
+export const MAX_NAME_LENGTH = 255
+/**
+ * Longest timeout a job may have, in seconds (11.5 days): its reaper grace in ms, 2 × timeout
+ * × 1000, then fits the 32-bit integer arithmetic of every database.
+ */
+export const MAX_TIMEOUT_SECONDS = 1_000_000
+/** `last_error` is cut to this many characters. */
+export const MAX_ERROR_LENGTH = 1000
+
+/** How retries are spaced. */
+export interface BackoffOptions {
+  readonly kind: "exponential" | "linear"
+  /** Base delay in seconds (default 2). */
+  readonly baseSeconds: number
+  /** Longest delay in seconds (default 3600). */
+  readonly maxSeconds: number
+}
+
+/** The default backoff: exponential, base 2 s, at most an hour (4 s, 8 s, 16 s …). */
+export const DEFAULT_BACKOFF: BackoffOptions = { kind: "exponential", baseSeconds: 2, maxSeconds: 3600 }
+
+/**
+ * Seconds to wait before the next run after the `attempts`-th run failed:
+ * exponential → min(base × 2^attempts, max); linear → min(base × attempts, max).
+ */
+export const backoffSeconds = (backoff: BackoffOptions, attempts: number): number => {
+  const n = Math.max(1, attempts)
+  const raw = backoff.kind === "linear" ? backoff.baseSeconds * n : backoff.baseSeconds * 2 ** Math.min(n, 60)
+  return Math.min(backoff.maxSeconds, raw)
+}
+
+/** What a failed attempt does to its row. */
+export type FailureDecision =
+  | { readonly _tag: "Retry"; readonly runAt: number }
+  | { readonly _tag: "Dead" }
+
+/**
+ * After a failed run: retry (pending, run_at = now + backoff) while attempts ≤ max_retries,
+ * otherwise dead. So a job runs at most max_retries + 1 times.
+ */
+export const decideFailure = (
+  row: { readonly attempts: number; readonly maxRetries: number },
+  backoff: BackoffOptions,
+  now: number
+): FailureDecision =>
+  row.attempts <= row.maxRetries
+    ? { _tag: "Retry", runAt: now + backoffSeconds(backoff, row.attempts) * 1000 }
+    : { _tag: "Dead" }
+
+/** Grace in seconds after which a processing row with no sign of life is stale: t + max(60, t). */
+export const staleAfterSeconds = (claimTimeoutSeconds: number | null | undefined): number =>
+  leaseWindowSeconds(claimTimeoutSeconds)
+
+/** When a processing row was last seen alive: its heartbeat, or else its last update. */
+export const lastSeen = (row: { readonly heartbeatAt: number | null; readonly updatedAt: number }): number =>
+  row.heartbeatAt ?? row.updatedAt
+
+/** Whether a processing row is stale at `now` (strictly older than its grace). */
+export const isStale = (
+  row: { readonly heartbeatAt: number | null; readonly updatedAt: number; readonly claimTimeout: number | null },
+  defaultTimeoutSeconds: number,
+  now: number
+): boolean => lastSeen(row) < now - staleAfterSeconds(row.claimTimeout ?? defaultTimeoutSeconds) * 1000
+
+/** What the reaper does to a stale row. */
+export type ReapDecision =
+  | FailureDecision
+  | { readonly _tag: "Interrupted"; readonly message: string }
+
+/**
+ * A stale row of an idempotent type follows the retry rules; of a non-idempotent type it is
+ * marked interrupted (final), because running it again could repeat its effects.
+ */
+export const decideReap = (
+  row: { readonly attempts: number; readonly maxRetries: number; readonly name: string },
+  type: { readonly idempotent: boolean; readonly backoff: BackoffOptions },
+  now: number
+): ReapDecision =>
+  type.idempotent
+    ? decideFailure(row, type.backoff, now)
+    : {
+      _tag: "Interrupted",
+      message: `reaped while running (no heartbeat within its grace); not retried because ${row.name} is not idempotent`
+    }
+
+/** Cuts an error message to what `last_error` holds. */
+export const cutError = (message: string): string =>
+  message.length <= MAX_ERROR_LENGTH ? message : message.slice(0, MAX_ERROR_LENGTH - 1) + "…"
+
+/** What processQueue returns (behaviour.md §9). A deferral counts as skipped, never as failed. */
+export interface QueueTally {
+  readonly processed: number
+  readonly failed: number
+  readonly skipped: number
+  readonly fenced: number
+  readonly leasesLost: number
+  readonly errors: ReadonlyArray<string>
+}
+
+/** An empty tally. */
+export const emptyTally: QueueTally = { processed: 0, failed: 0, skipped: 0, fenced: 0, leasesLost: 0, errors: [] }
+
+/** Whether an attempt outcome counts toward processQueue's `limit` (deferrals do not). */
+export const countsTowardLimit = (tag: string): boolean => tag === "Completed" || tag === "Failed" || tag === "Fenced"

@@ -1,0 +1,277 @@
+/**
+ * Job types, the registry that maps names to them, the context a running attempt sees, and
+ * enqueue (behaviour.md §4, §7).
+ */
+import { Clock, Context, Duration, Effect, Layer, Option, ParseResult, Schema } from "effect"
+import { randomUUID } from "node:crypto"
+import { hostname } from "node:os"
+import { type BackoffOptions, DEFAULT_BACKOFF, MAX_NAME_LENGTH, MAX_TIMEOUT_SECONDS, MAX_UNIQUE_KEY_LENGTH } from "../core/jobs.ts"
+import { EnqueueInputError, type Fenced, JobDefinitionError, PayloadError } from "../core/errors.ts"
+import { type LeaseOptions, MAX_LEASE_HOST_LENGTH } from "../core/lease.ts"
+import { JobStore } from "../adapters/JobStore.ts"
+import type { SqlError } from "@effect/sql/SqlError"
+
+/** What a job type may declare besides its name, schema and perform. */
+export interface JobOptions<A> extends LeaseOptions<A> {
+  /** Queue its jobs go to by default ("default"). */
+  readonly queue?: string | undefined
+  /** Higher runs first (default 0). */
+  readonly priority?: number | undefined
+  /** Retries after the first run (default 3): a job runs at most maxRetries + 1 times. */
+  readonly maxRetries?: number | undefined
+  /** "exponential" (default) or "linear", or the whole shape with base and max seconds. */
+  readonly backoff?: BackoffOptions["kind"] | Partial<BackoffOptions> | undefined
+  /** How long perform may run (default 300 s). Also sets the lease window and the reaper's grace. */
+  readonly timeout?: Duration.DurationInput | undefined
+  /** Whether a reaped run may be retried (default true); if not, a reaped job is `interrupted`. */
+  readonly idempotent?: boolean | undefined
+  /** What a heartbeat that finds the lease lost does: continue (default) or interrupt perform. */
+  readonly onLeaseLost?: "continue" | "interrupt" | undefined
+}
+
+/** A job type's definition, as written by the app. */
+export interface JobDefinition<Name extends string, A, I, R> extends JobOptions<A> {
+  readonly name: Name
+  readonly schema: Schema.Schema<A, I, never>
+  readonly perform: (payload: A) => Effect.Effect<void, unknown, R | JobContext>
+}
+
+/** A job type: its definition with every option resolved to a value. */
+export interface JobType<Name extends string = string, A = any, I = any, R = any> {
+  readonly name: Name
+  readonly schema: Schema.Schema<A, I, never>
+  readonly perform: (payload: A) => Effect.Effect<void, unknown, R | JobContext>
+  readonly queue: string
+  readonly priority: number
+  readonly maxRetries: number
+  readonly backoff: BackoffOptions
+  /** Whole seconds, at least 1. */
+  readonly timeoutSeconds: number
+  readonly idempotent: boolean
+  readonly onLeaseLost: "continue" | "interrupt"
+  readonly lease: LeaseOptions<A>
+}
+
+/** Any job type, whatever its payload and requirements. */
+export type AnyJobType = JobType<string, any, any, any>
+
+const positiveInt = (name: string, field: string, value: number, min: number) => {
+  if (!Number.isSafeInteger(value) || value < min) {
+    throw new JobDefinitionError({ name, reason: `${field} must be a whole number ≥ ${min}, got ${value}` })
+  }
+  return value
+}
+
+/**
+ * Defines a job type. Throws `JobDefinitionError` at definition time for options that cannot
+ * work (a blank name, a negative timeout, …), so a mistake shows when the app starts.
+ */
+export const define = <const Name extends string, A, I, R = never>(def: JobDefinition<Name, A, I, R>): JobType<Name, A, I, R> => {
+  const name = def.name
+  if (name.trim() === "" || name.length > MAX_NAME_LENGTH) {
+    throw new JobDefinitionError({ name, reason: `the name must be 1 to ${MAX_NAME_LENGTH} characters` })
+  }
+  const backoff: BackoffOptions = typeof def.backoff === "string"
+    ? { ...DEFAULT_BACKOFF, kind: def.backoff }
+    : { ...DEFAULT_BACKOFF, ...def.backoff }
+  if (!(backoff.baseSeconds > 0) || !(backoff.maxSeconds >= backoff.baseSeconds) || !Number.isFinite(backoff.maxSeconds)) {
+    throw new JobDefinitionError({ name, reason: "backoff needs 0 < baseSeconds ≤ maxSeconds, both finite" })
+  }
+  const timeoutMs = def.timeout === undefined ? 300_000 : Duration.toMillis(Duration.decode(def.timeout))
+  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMEOUT_SECONDS * 1000) {
+    throw new JobDefinitionError({
+      name,
+      reason: `timeout must be positive and at most ${MAX_TIMEOUT_SECONDS} s, got ${String(def.timeout)}`
+    })
+  }
+  const queue = def.queue ?? "default"
+  if (queue.length === 0 || queue.length > MAX_NAME_LENGTH) {
+    throw new JobDefinitionError({ name, reason: `queue must be 1 to ${MAX_NAME_LENGTH} characters` })
+  }
+  return {
+    name,
+    schema: def.schema,
+    perform: def.perform,
+    queue,
+    priority: positiveInt(name, "priority", def.priority ?? 0, -(2 ** 31)),
+    maxRetries: positiveInt(name, "maxRetries", def.maxRetries ?? 3, 0),
+    backoff,
+    timeoutSeconds: Math.max(1, Math.ceil(timeoutMs / 1000)),
+    idempotent: def.idempotent ?? true,
+    onLeaseLost: def.onLeaseLost ?? "continue",
+    lease: { exclusive: def.exclusive, concurrencyKey: def.concurrencyKey, concurrencyKeyFor: def.concurrencyKeyFor }
+  }
+}
+
+/** A registered job type, its requirements already provided. */
+export interface RegisteredJob {
+  readonly type: AnyJobType
+  readonly perform: (payload: unknown) => Effect.Effect<void, unknown, JobContext>
+}
+
+/** The registry: which job types this worker can run. */
+export interface JobsApi {
+  readonly get: (name: string) => Option.Option<RegisteredJob>
+  readonly names: ReadonlyArray<string>
+}
+
+/** The job-type registry service. */
+export class Jobs extends Context.Tag("leasehold/Jobs")<Jobs, JobsApi>() {}
+
+type Requirements<T> = T extends JobType<string, any, any, infer R> ? R : never
+
+/**
+ * A registry of these job types. Their perform functions' requirements (other than
+ * `JobContext`) are taken from the layer's context once, when the layer is built.
+ */
+export const jobsLayer = <const Types extends ReadonlyArray<AnyJobType>>(
+  ...types: Types
+): Layer.Layer<Jobs, never, Exclude<Requirements<Types[number]>, JobContext>> =>
+  Layer.effect(
+    Jobs,
+    Effect.gen(function*() {
+      const context = yield* Effect.context<Exclude<Requirements<Types[number]>, JobContext>>()
+      const byName = new Map<string, RegisteredJob>()
+      for (const type of types) {
+        if (byName.has(type.name)) throw new JobDefinitionError({ name: type.name, reason: "registered twice" })
+        byName.set(type.name, {
+          type,
+          perform: (payload) => Effect.provide(type.perform(payload), context) as Effect.Effect<void, unknown, JobContext>
+        })
+      }
+      return Jobs.of({ get: (name) => Option.fromNullable(byName.get(name)), names: [...byName.keys()] })
+    })
+  )
+
+/** The lease a running attempt holds. */
+export interface HeldLease {
+  readonly name: string
+  /** The attempt's claim token. */
+  readonly owner: string
+  /** Epoch ms; moves forward with each heartbeat. */
+  readonly expiresAt: number
+}
+
+/** What perform can see of its own attempt. */
+export interface JobContextApi {
+  readonly jobId: string
+  readonly name: string
+  readonly queue: string
+  /** 1 for the first run. */
+  readonly attempt: number
+  readonly claimToken: string
+  readonly host: string
+  /** The lease this attempt holds (exclusive jobs and concurrency keys), as of now. */
+  readonly lease: Effect.Effect<Option.Option<HeldLease>>
+  /**
+   * Proof of life: keeps the row from being reaped and renews the lease. Fails `Fenced` when
+   * the claim was reaped and re-claimed (stop then).
+   */
+  readonly heartbeat: Effect.Effect<void, Fenced | SqlError>
+}
+
+/** The running attempt's context, provided to perform by the worker. */
+export class JobContext extends Context.Tag("leasehold/JobContext")<JobContext, JobContextApi>() {}
+
+/** Heartbeat from inside perform; outside a worker it does nothing. */
+export const heartbeat: Effect.Effect<void, Fenced | SqlError> = Effect.flatMap(
+  Effect.serviceOption(JobContext),
+  Option.match({ onNone: () => Effect.void, onSome: (ctx) => ctx.heartbeat })
+)
+
+/** Options of one enqueue; defaults come from the job type. */
+export interface EnqueueOptions {
+  readonly queue?: string | undefined
+  readonly priority?: number | undefined
+  /** Epoch ms when it becomes due. */
+  readonly runAt?: number | undefined
+  /** Due after this long (ignored when runAt is given). */
+  readonly delay?: Duration.DurationInput | undefined
+  /** At most one job with this key, whatever its status, until purged (≤ 255 characters). */
+  readonly uniqueKey?: string | undefined
+}
+
+/** What enqueue did. */
+export interface EnqueueResult {
+  readonly id: string
+  readonly status: "pending" | "duplicate"
+  readonly duplicate: boolean
+}
+
+const inputError = (field: string, reason: string) => Effect.fail(new EnqueueInputError({ field, reason }))
+
+/**
+ * Enqueues a job. The payload is validated and encoded with the type's Schema; a bad payload or
+ * option fails with a typed error and writes nothing. Inside `sql.withTransaction` the insert
+ * joins the caller's transaction. A taken unique key returns the existing job's id.
+ */
+export const enqueue = <A, I, R>(
+  type: JobType<string, A, I, R>,
+  payload: A,
+  options: EnqueueOptions = {}
+): Effect.Effect<EnqueueResult, PayloadError | EnqueueInputError | SqlError, JobStore> =>
+  Effect.gen(function*() {
+    const store = yield* JobStore
+    const encoded = yield* Schema.encode(type.schema)(payload).pipe(
+      Effect.mapError((e) => new PayloadError({ jobName: type.name, reason: ParseResult.TreeFormatter.formatErrorSync(e) }))
+    )
+    const json = yield* Effect.try({
+      try: () => JSON.stringify(encoded),
+      catch: (e) => new PayloadError({ jobName: type.name, reason: `not JSON-serialisable: ${String(e)}` })
+    })
+    if (json === undefined) return yield* new PayloadError({ jobName: type.name, reason: "encodes to nothing" })
+
+    const queue = options.queue ?? type.queue
+    if (queue.length === 0 || queue.length > MAX_NAME_LENGTH) {
+      return yield* inputError("queue", `must be 1 to ${MAX_NAME_LENGTH} characters`)
+    }
+    const priority = options.priority ?? type.priority
+    if (!Number.isSafeInteger(priority) || Math.abs(priority) > 2 ** 31 - 1) {
+      return yield* inputError("priority", `must be a 32-bit whole number, got ${priority}`)
+    }
+    if (options.uniqueKey !== undefined) {
+      if (options.uniqueKey.length > MAX_UNIQUE_KEY_LENGTH) {
+        return yield* inputError("uniqueKey", `is ${options.uniqueKey.length} characters; at most ${MAX_UNIQUE_KEY_LENGTH} fit`)
+      }
+      if (options.uniqueKey.length === 0) return yield* inputError("uniqueKey", "is empty")
+    }
+    for (const [field, value] of [["queue", queue], ["uniqueKey", options.uniqueKey ?? ""]] as const) {
+      if (value.includes("\u0000")) return yield* inputError(field, "contains a NUL character")
+    }
+    const now = yield* Clock.currentTimeMillis
+    let runAt = now
+    if (options.runAt !== undefined) {
+      if (!Number.isSafeInteger(options.runAt)) return yield* inputError("runAt", `must be whole epoch ms, got ${options.runAt}`)
+      runAt = options.runAt
+    } else if (options.delay !== undefined) {
+      // Duration reads NaN and negative numbers as zero; a typo must not run a job early.
+      if (typeof options.delay === "number" && !(options.delay >= 0)) {
+        return yield* inputError("delay", `must be a non-negative number of ms, got ${options.delay}`)
+      }
+      const delay = Duration.decodeUnknown(options.delay)
+      if (Option.isNone(delay) || !Duration.isFinite(delay.value)) {
+        return yield* inputError("delay", `must be a finite duration, got ${String(options.delay)}`)
+      }
+      const ms = Duration.toMillis(delay.value)
+      if (ms < 0) return yield* inputError("delay", `must not be negative, got ${String(options.delay)}`)
+      runAt = now + Math.ceil(ms)
+      if (!Number.isSafeInteger(runAt)) return yield* inputError("delay", `is too large: ${String(options.delay)}`)
+    }
+    const id = randomUUID()
+    const result = yield* store.insert({
+      id,
+      name: type.name,
+      queue,
+      payload: json,
+      priority,
+      maxRetries: type.maxRetries,
+      claimTimeout: type.timeoutSeconds,
+      uniqueKey: options.uniqueKey ?? id,
+      runAt,
+      now
+    })
+    return { id: result.id, status: result.duplicate ? "duplicate" : "pending", duplicate: result.duplicate } as const
+  })
+
+/** The default host name: this machine's name and process id, fitted to the hosts table. */
+export const defaultHost = (): string => `${hostname()}:${process.pid}`.slice(0, MAX_LEASE_HOST_LENGTH)

@@ -1,0 +1,446 @@
+/**
+ * The worker loop: reap, claim, run one attempt (with its lease), and record what happened
+ * (behaviour.md §5–§9). processNext is one turn; processQueue and tick loop it.
+ *
+ * An attempt: claim → [lease: take it, or defer the job if busy] → perform under its timeout →
+ * record completed / retry / dead (fenced on the claim token) → [release the lease and hand off
+ * to the next job waiting on it].
+ */
+import type { SqlError } from "@effect/sql/SqlError"
+import { Cause, Clock, Data, Deferred, Duration, Effect, Either, Exit, Option, Ref, Schema } from "effect"
+import { randomUUID } from "node:crypto"
+import {
+  Fenced,
+  JobTimeoutError,
+  type LeaseTableInTransactionError,
+  LeaseLostError,
+  PayloadError,
+  UnknownJobTypeError
+} from "../core/errors.ts"
+import { type BackoffOptions, MAX_TIMEOUT_SECONDS, countsTowardLimit, cutError, decideFailure, decideReap, DEFAULT_BACKOFF, emptyTally, type QueueTally } from "../core/jobs.ts"
+import { busyDelaySeconds, DEFAULT_CLAIM_TIMEOUT_SECONDS, leaseExpiresAt, leaseNameFor } from "../core/lease.ts"
+import { JobLeases, type JobRow, JobStore } from "../adapters/JobStore.ts"
+import type { LeaseLockApi } from "../adapters/LeaseLock.ts"
+import { defaultHost, type HeldLease, JobContext, type JobContextApi, Jobs, type RegisteredJob } from "./Job.ts"
+
+/** Options of processNext, processQueue, tick and the worker. */
+export interface ProcessOptions {
+  /** Claim only from these queues (default: every queue). */
+  readonly queues?: ReadonlyArray<string> | undefined
+  /** This worker's host name (default: machine name and pid). */
+  readonly host?: string | undefined
+  /** Caps every job type's timeout (and so its lease window and reaper grace). */
+  readonly timeoutCap?: Duration.DurationInput | undefined
+  /** With a cap > 0, at most this many processing jobs claimed by this host. */
+  readonly hostCap?: number | undefined
+  /** Most stale rows one reap looks at (default 25). */
+  readonly reapLimit?: number | undefined
+}
+
+interface Resolved {
+  readonly queues: ReadonlyArray<string> | undefined
+  readonly host: string
+  readonly timeoutCap: number | undefined
+  readonly hostCap: number | undefined
+  readonly reapLimit: number
+  /** The timeout the reaper assumes for a row without one. */
+  readonly defaultTimeout: number
+}
+
+let cachedHost: string | undefined
+const resolve = (o: ProcessOptions): Resolved => {
+  const cap = o.timeoutCap === undefined
+    ? undefined
+    : Math.min(MAX_TIMEOUT_SECONDS, Math.max(1, Math.ceil(Duration.toMillis(Duration.decode(o.timeoutCap)) / 1000)))
+  return {
+    queues: o.queues,
+    host: o.host ?? (cachedHost ??= defaultHost()),
+    timeoutCap: cap !== undefined && Number.isFinite(cap) ? cap : undefined,
+    hostCap: o.hostCap,
+    reapLimit: o.reapLimit ?? 25,
+    defaultTimeout: cap !== undefined && Number.isFinite(cap) ? cap : DEFAULT_CLAIM_TIMEOUT_SECONDS
+  }
+}
+
+/** The job an outcome is about. */
+export interface JobRef {
+  readonly id: string
+  readonly name: string
+  readonly queue: string
+  /** The run number this attempt was (1 for the first). */
+  readonly attempt: number
+}
+
+/**
+ * What one processNext did. Switch on `_tag`:
+ * - `Idle`: nothing was due.
+ * - `Completed`: perform succeeded and the row says completed. `leaseLost`: its lease had been
+ *   taken over by the time it finished (the run may have overlapped another; it is reported).
+ * - `Failed`: perform failed (or timed out, or its payload or type was bad); `willRetry` with
+ *   `retryAt`, or dead.
+ * - `Fenced`: the attempt's claim had been reaped and re-claimed; nothing was recorded.
+ * - `Deferred`: its lease was busy; the job waits until `retryAt` with its attempt given back.
+ * - `Capped`: this host is at its cap. `Draining`: this host is draining and starts nothing.
+ */
+export type ProcessResult = Data.TaggedEnum<{
+  Idle: {}
+  Completed: { readonly job: JobRef; readonly leaseLost: boolean }
+  Failed: {
+    readonly job: JobRef
+    readonly error: string
+    readonly willRetry: boolean
+    readonly retryAt: number | null
+    readonly leaseLost: boolean
+  }
+  Fenced: { readonly job: JobRef; readonly leaseLost: boolean }
+  Deferred: { readonly job: JobRef; readonly leaseName: string; readonly retryAt: number; readonly holder: string | null }
+  Capped: { readonly running: number }
+  Draining: { readonly until: number | null }
+}>
+
+/** Constructors and matchers of `ProcessResult`. */
+export const ProcessResult = Data.taggedEnum<ProcessResult>()
+
+/** What the services processNext needs. */
+export type WorkerServices = JobStore | JobLeases | Jobs
+
+const jobRef = (job: JobRow): JobRef => ({ id: job.id, name: job.name, queue: job.queue, attempt: job.attempts })
+
+const describe = (cause: Cause.Cause<unknown>): string => {
+  const failure = Cause.failureOption(cause)
+  if (Option.isSome(failure)) {
+    const e = failure.value
+    if (e instanceof Error || (typeof e === "object" && e !== null && "message" in e)) {
+      const tag = (e as { _tag?: string })._tag ?? (e as Error).name
+      return `${tag}: ${(e as Error).message}`
+    }
+    return typeof e === "string" ? e : JSON.stringify(e) ?? String(e)
+  }
+  return Cause.pretty(cause)
+}
+
+// Lock tables known to exist, so the catalog is asked once per process and table.
+const lockTablesSeen = new WeakSet<LeaseLockApi>()
+const ensureLockTable = (leases: LeaseLockApi): Effect.Effect<void, SqlError | LeaseTableInTransactionError> =>
+  lockTablesSeen.has(leases) ? Effect.void : Effect.tap(leases.ensureTable, () => Effect.sync(() => lockTablesSeen.add(leases)))
+
+/**
+ * Reaps stale processing rows: an idempotent type's go back to pending (or dead when retries are
+ * used up); a non-idempotent type's are marked interrupted. Returns how many this call reaped.
+ */
+export const reap = (options: ProcessOptions = {}): Effect.Effect<number, SqlError, JobStore | Jobs> =>
+  Effect.gen(function*() {
+    const o = resolve(options)
+    const store = yield* JobStore
+    const jobs = yield* Jobs
+    const now = yield* Clock.currentTimeMillis
+    let reaped = 0
+    for (const row of yield* store.stale(now, o.defaultTimeout, o.reapLimit)) {
+      const type = Option.map(jobs.get(row.name), (r) => r.type)
+      const decision = decideReap(row, {
+        idempotent: Option.match(type, { onNone: () => true, onSome: (t) => t.idempotent }),
+        backoff: Option.match(type, { onNone: () => DEFAULT_BACKOFF, onSome: (t) => t.backoff })
+      }, now)
+      if (yield* store.reap(row, decision, now, o.defaultTimeout)) {
+        reaped++
+        yield* Effect.logWarning(`reaped ${row.name} ${row.id}: no sign of life from ${row.claimedBy ?? "?"}; ${decision._tag}`).pipe(
+          Effect.annotateLogs({ jobId: row.id, jobName: row.name, attempt: row.attempts })
+        )
+      }
+    }
+    return reaped
+  })
+
+/** Whether `host` is draining now; an unreadable hosts table counts as draining (fails closed). */
+const drainState = (store: JobStore["Type"], host: string, now: number) =>
+  Effect.matchEffect(store.getHost(host), {
+    onFailure: (error) =>
+      Effect.as(Effect.logWarning("hosts table unreadable; starting nothing until it is", error), Option.some<number | null>(null)),
+    onSuccess: (row) =>
+      Effect.succeed(
+        Option.isSome(row) && row.value.draining && (row.value.drainExpiresAt === null || row.value.drainExpiresAt > now)
+          ? Option.some(row.value.drainExpiresAt)
+          : Option.none()
+      )
+  })
+
+/** Records a failed attempt: retry with backoff while retries remain, else dead; fenced on the token. */
+const recordFailure = (job: JobRow, backoff: BackoffOptions, error: string, leaseLost: boolean) =>
+  Effect.gen(function*() {
+    const store = yield* JobStore
+    const now = yield* Clock.currentTimeMillis
+    const token = job.claimToken!
+    const decision = decideFailure(job, backoff, now)
+    const message = cutError(error)
+    const written = decision._tag === "Retry"
+      ? yield* store.retry(job.id, token, now, decision.runAt, message)
+      : yield* store.kill(job.id, token, now, message)
+    if (!written) {
+      yield* Effect.logWarning(`attempt fenced: its claim was reaped and re-claimed; its failure was not recorded (${message})`)
+      return ProcessResult.Fenced({ job: jobRef(job), leaseLost })
+    }
+    yield* Effect.logWarning(
+      decision._tag === "Retry"
+        ? `attempt failed; retrying at ${new Date(decision.runAt).toISOString()}: ${message}`
+        : `attempt failed; retries used up, job is dead: ${message}`
+    )
+    return ProcessResult.Failed({
+      job: jobRef(job),
+      error: message,
+      willRetry: decision._tag === "Retry",
+      retryAt: decision._tag === "Retry" ? decision.runAt : null,
+      leaseLost
+    })
+  })
+
+/** Runs perform for a claimed job with its context, lease renewal and timeout. */
+const perform = (job: JobRow, registered: RegisteredJob, payload: unknown, host: string, held: HeldLease | undefined) =>
+  Effect.gen(function*() {
+    const store = yield* JobStore
+    const leases = yield* JobLeases
+    const type = registered.type
+    const token = job.claimToken!
+    const leaseRef = yield* Ref.make(Option.fromNullable(held))
+    const lost = yield* Deferred.make<never, LeaseLostError>()
+    const lostLogged = yield* Ref.make(false)
+
+    const renewLease = (now: number) =>
+      Effect.gen(function*() {
+        const current = yield* Ref.get(leaseRef)
+        if (Option.isNone(current)) return
+        const lease = current.value
+        const expiresAt = leaseExpiresAt(now, job.claimTimeout)
+        const renewed = yield* Effect.either(leases.renew({ name: lease.name, owner: token, expiresAt }))
+        if (Either.isLeft(renewed)) {
+          // A lock-table hiccup must not fail the job: the release at the end will tell.
+          return yield* Effect.logWarning(`lease ${lease.name} renewal failed; carrying on`, renewed.left)
+        }
+        if (renewed.right) return yield* Ref.set(leaseRef, Option.some({ ...lease, expiresAt }))
+        if (yield* Ref.getAndSet(lostLogged, true)) return
+        const holder = Option.getOrNull(Option.map(yield* Effect.orElseSucceed(leases.read(lease.name), () => Option.none()), (r) => r.owner))
+        yield* Effect.logWarning(
+          `lease ${lease.name} was lost: now held by ${holder ?? "nobody"}, not by this attempt (${token}); ` +
+            (type.onLeaseLost === "interrupt" ? "interrupting perform" : "perform carries on")
+        )
+        if (type.onLeaseLost === "interrupt") {
+          yield* Deferred.fail(lost, new LeaseLostError({ leaseName: lease.name, owner: token, holder }))
+        }
+      })
+
+    const context: JobContextApi = {
+      jobId: job.id,
+      name: job.name,
+      queue: job.queue,
+      attempt: job.attempts,
+      claimToken: token,
+      host,
+      lease: Ref.get(leaseRef),
+      heartbeat: Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        // A fenced attempt stops before it renews anything.
+        if (!(yield* store.heartbeat(job.id, token, now))) {
+          return yield* new Fenced({ jobId: job.id, name: job.name, attempt: job.attempts })
+        }
+        yield* renewLease(now)
+      })
+    }
+
+    const seconds = job.claimTimeout ?? type.timeoutSeconds
+    const run = registered.perform(payload).pipe(Effect.provideService(JobContext, context))
+    const guarded = type.onLeaseLost === "interrupt" && held !== undefined ? Effect.raceFirst(run, Deferred.await(lost)) : run
+    // disconnect: on timeout we return at once even if perform ignores interruption; it may
+    // still be running, which is why a timed-out attempt leaves its lease to expire.
+    return yield* guarded.pipe(
+      Effect.disconnect,
+      Effect.timeoutFail({ duration: Duration.seconds(seconds), onTimeout: () => new JobTimeoutError({ seconds }) }),
+      Effect.exit
+    )
+  })
+
+/** Runs one claimed job to its outcome. */
+const runClaimed = (job: JobRow, o: Resolved): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
+  Effect.gen(function*() {
+    const store = yield* JobStore
+    const leases = yield* JobLeases
+    const jobs = yield* Jobs
+    const token = job.claimToken!
+
+    const registered = jobs.get(job.name)
+    if (Option.isNone(registered)) {
+      return yield* recordFailure(job, DEFAULT_BACKOFF, describe(Cause.fail(new UnknownJobTypeError({ name: job.name }))), false)
+    }
+    const type = registered.value.type
+    const decoded = yield* Effect.either(
+      Effect.flatMap(
+        Effect.try({ try: () => JSON.parse(job.payload) as unknown, catch: (e) => String(e) }),
+        (json) => Effect.mapError(Schema.decodeUnknown(type.schema)(json), (e) => e.message)
+      )
+    )
+    if (Either.isLeft(decoded)) {
+      const error = new PayloadError({ jobName: job.name, reason: `stored payload no longer decodes: ${decoded.left}` })
+      return yield* recordFailure(job, type.backoff, describe(Cause.fail(error)), false)
+    }
+    const payload = decoded.right
+
+    // The lease, taken after the claim and before perform.
+    const leaseName = leaseNameFor(type.name, type.lease, payload)
+    let held: HeldLease | undefined
+    if (leaseName !== undefined) {
+      const now = yield* Clock.currentTimeMillis
+      const expiresAt = leaseExpiresAt(now, job.claimTimeout)
+      const acquired = yield* Effect.either(
+        Effect.zipRight(ensureLockTable(leases), leases.tryAcquire({ name: leaseName, owner: token, host: o.host, now, expiresAt }))
+      )
+      if (Either.isLeft(acquired)) {
+        return yield* recordFailure(job, type.backoff, describe(Cause.fail(acquired.left)), false)
+      }
+      if (!acquired.right) {
+        // Busy: perform does not run; the job waits, its attempt given back.
+        const holder = yield* Effect.orElseSucceed(leases.read(leaseName), () => Option.none())
+        const delay = busyDelaySeconds(Option.getOrUndefined(Option.map(holder, (h) => h.expiresAt)), now)
+        const retryAt = now + delay * 1000
+        const holderOwner = Option.getOrNull(Option.map(holder, (h) => h.owner))
+        if (!(yield* store.defer(job.id, token, now, retryAt, leaseName))) {
+          return ProcessResult.Fenced({ job: jobRef(job), leaseLost: false })
+        }
+        yield* Effect.logDebug(`lease ${leaseName} busy (held by ${holderOwner ?? "nobody"}); deferred ${delay} s`)
+        return ProcessResult.Deferred({ job: jobRef(job), leaseName, retryAt, holder: holderOwner })
+      }
+      held = { name: leaseName, owner: token, expiresAt }
+    }
+
+    const exit = yield* perform(job, registered.value, payload, o.host, held).pipe(
+      Effect.annotateLogs(leaseName === undefined ? {} : { leaseName })
+    )
+    const timedOut = Exit.isFailure(exit) && Option.exists(Cause.failureOption(exit.cause), (e) => e instanceof JobTimeoutError)
+    const fencedInside = Exit.isFailure(exit) && Option.exists(Cause.failureOption(exit.cause), (e) => e instanceof Fenced)
+
+    // Record the outcome, fenced on the claim token.
+    let result: ProcessResult
+    if (fencedInside) {
+      yield* Effect.logWarning("attempt fenced: perform stopped on a fenced heartbeat; nothing recorded")
+      result = ProcessResult.Fenced({ job: jobRef(job), leaseLost: false })
+    } else if (Exit.isSuccess(exit)) {
+      const now = yield* Clock.currentTimeMillis
+      if (yield* store.complete(job.id, token, now)) {
+        yield* Effect.logDebug("completed")
+        result = ProcessResult.Completed({ job: jobRef(job), leaseLost: false })
+      } else {
+        yield* Effect.logWarning("attempt fenced: it finished, but its claim had been reaped and re-claimed; nothing recorded")
+        result = ProcessResult.Fenced({ job: jobRef(job), leaseLost: false })
+      }
+    } else {
+      result = yield* recordFailure(job, type.backoff, describe(exit.cause), false)
+    }
+
+    // Release the lease (not after a timeout: perform may still be running, so it is left to
+    // expire), then hand off to the next job waiting on it.
+    if (held !== undefined && !timedOut) {
+      const released = yield* Effect.either(leases.release({ name: held.name, owner: token }))
+      if (Either.isLeft(released)) {
+        yield* Effect.logWarning(`lease ${held.name} release failed; it will expire`, released.left)
+      } else if (released.right) {
+        const now = yield* Clock.currentTimeMillis
+        yield* Effect.ignoreLogged(store.handOff(held.name, now))
+      } else {
+        const holder = Option.getOrNull(Option.map(yield* Effect.orElseSucceed(leases.read(held.name), () => Option.none()), (r) => r.owner))
+        yield* Effect.logWarning(
+          `lease ${held.name} was lost before the run ended: held by ${holder ?? "nobody"}, not by this attempt (${token}); ` +
+            "the run may have overlapped another"
+        )
+        result = withLeaseLost(result)
+      }
+    }
+    return result
+  }).pipe(Effect.annotateLogs({ jobId: job.id, jobName: job.name, attempt: job.attempts }))
+
+const withLeaseLost = (r: ProcessResult): ProcessResult =>
+  r._tag === "Completed" || r._tag === "Failed" || r._tag === "Fenced" ? { ...r, leaseLost: true } : r
+
+/** Claims one due job and runs it (no reap, no drain check). */
+export const claimAndRun = (options: ProcessOptions = {}): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
+  Effect.gen(function*() {
+    const o = resolve(options)
+    const store = yield* JobStore
+    const now = yield* Clock.currentTimeMillis
+    const claimed = yield* store.claim({
+      queues: o.queues,
+      host: o.host,
+      now,
+      claimToken: randomUUID(),
+      timeoutCap: o.timeoutCap,
+      hostCap: o.hostCap
+    })
+    switch (claimed._tag) {
+      case "NothingDue":
+        return ProcessResult.Idle()
+      case "Capped":
+        return ProcessResult.Capped({ running: claimed.running })
+      case "Claimed":
+        return yield* runClaimed(claimed.job, o)
+    }
+  })
+
+/**
+ * One turn of the worker: reap, then (unless this host is draining) claim and run one job.
+ * Never fails for a job's sake: bad payloads, unknown types and perform errors become outcomes.
+ */
+export const processNext = (options: ProcessOptions = {}): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
+  Effect.gen(function*() {
+    const o = resolve(options)
+    const store = yield* JobStore
+    const now = yield* Clock.currentTimeMillis
+    const draining = yield* drainState(store, o.host, now)
+    yield* reap(options)
+    if (Option.isSome(draining)) return ProcessResult.Draining({ until: draining.value })
+    return yield* claimAndRun(options)
+  })
+
+/** Adds one outcome to a tally. */
+export const tallyOf = (t: QueueTally, r: ProcessResult): QueueTally => {
+  switch (r._tag) {
+    case "Completed":
+      return { ...t, processed: t.processed + 1, leasesLost: t.leasesLost + (r.leaseLost ? 1 : 0) }
+    case "Failed":
+      return { ...t, failed: t.failed + 1, leasesLost: t.leasesLost + (r.leaseLost ? 1 : 0), errors: [...t.errors, r.error] }
+    case "Fenced":
+      return { ...t, fenced: t.fenced + 1, leasesLost: t.leasesLost + (r.leaseLost ? 1 : 0) }
+    case "Deferred":
+      return { ...t, skipped: t.skipped + 1 }
+    default:
+      return t
+  }
+}
+
+/** Options of processQueue. */
+export interface ProcessQueueOptions extends Omit<ProcessOptions, "queues"> {
+  /** One queue, or every queue when omitted. */
+  readonly queue?: string | undefined
+  /** Stop after this many processed + failed + fenced attempts (default 10; 0 = no limit). */
+  readonly limit?: number | undefined
+  /** Stop starting new attempts after this long. */
+  readonly timeout?: Duration.DurationInput | undefined
+}
+
+/**
+ * Runs processNext until `limit` attempts were processed, failed or fenced, nothing is due, or
+ * the host is capped or draining. Deferred jobs count as skipped, not toward the limit; the loop
+ * still ends because a deferred job's run_at moves into the future.
+ */
+export const processQueue = (options: ProcessQueueOptions = {}): Effect.Effect<QueueTally, SqlError, WorkerServices> =>
+  Effect.gen(function*() {
+    const limit = options.limit ?? 10
+    const next: ProcessOptions = { ...options, queues: options.queue === undefined ? undefined : [options.queue] }
+    const started = yield* Clock.currentTimeMillis
+    const budget = options.timeout === undefined ? Number.POSITIVE_INFINITY : Duration.toMillis(Duration.decode(options.timeout))
+    let tally = emptyTally
+    let counted = 0
+    while (limit === 0 || counted < limit) {
+      if ((yield* Clock.currentTimeMillis) - started >= budget) break
+      const result = yield* processNext(next)
+      if (result._tag === "Idle" || result._tag === "Capped" || result._tag === "Draining") break
+      tally = tallyOf(tally, result)
+      if (countsTowardLimit(result._tag)) counted++
+    }
+    return tally
+  })

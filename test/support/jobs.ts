@@ -1,0 +1,104 @@
+/**
+ * Helpers for job-system conformance tests: fresh tables per test, the worker services for
+ * them, test job types that record their runs, and a Clock offset for skewed workers.
+ */
+import { Clock, Context, Deferred, Duration, Effect, Layer, Ref, Schema } from "effect"
+import { JobLeases, JobStore } from "../../src/adapters/JobStore.ts"
+import { type AnyJobType, define, heartbeat, JobContext, Jobs, jobsLayer } from "../../src/runtime/Job.ts"
+import { TestDatabase } from "./databases.ts"
+
+/** Runs `effect` with the worker services on fresh, migrated tables of this adapter. */
+export const withJobs = <A, E, R>(
+  types: ReadonlyArray<AnyJobType>,
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, E, Exclude<R, JobStore | JobLeases | Jobs> | TestDatabase> =>
+  Effect.gen(function*() {
+    const db = yield* TestDatabase
+    const prefix = db.table("j") + "_"
+    yield* db.migrate(prefix)
+    const layer = Layer.merge(db.storeLayer(prefix), jobsLayer(...types))
+    return yield* Effect.provide(effect, layer)
+  })
+
+/** A log of runs shared by test job types: which payloads ran, in order, with their attempt. */
+export class RunLog extends Context.Tag("test/RunLog")<RunLog, Ref.Ref<ReadonlyArray<{ readonly id: string; readonly n: number; readonly attempt: number }>>>() {}
+
+/** Payload of the test job types. */
+export const Payload = Schema.Struct({ n: Schema.Number, key: Schema.optional(Schema.String) })
+
+/** A job that records its run and succeeds. */
+export const Ok = define({
+  name: "ok",
+  schema: Payload,
+  perform: ({ n }) =>
+    Effect.gen(function*() {
+      const ctx = yield* JobContext
+      const log = yield* RunLog
+      yield* Ref.update(log, (l) => [...l, { id: ctx.jobId, n, attempt: ctx.attempt }])
+    })
+})
+
+/** A job that always fails. */
+export const Boom = define({
+  name: "boom",
+  schema: Payload,
+  maxRetries: 2,
+  perform: ({ n }) => Effect.fail(new Error(`boom ${n}`))
+})
+
+/** A job whose perform says it started (optionally heartbeats) and then waits on a gate the test opens. */
+export const gated = (
+  name: string,
+  gate: Deferred.Deferred<void>,
+  options: {
+    readonly idempotent?: boolean
+    readonly timeout?: Duration.DurationInput
+    readonly beat?: boolean
+    readonly started?: Deferred.Deferred<void>
+  } = {}
+) =>
+  define({
+    name,
+    schema: Payload,
+    idempotent: options.idempotent,
+    timeout: options.timeout,
+    perform: () =>
+      Effect.gen(function*() {
+        if (options.beat === true) yield* heartbeat
+        if (options.started !== undefined) yield* Deferred.succeed(options.started, undefined)
+        yield* Deferred.await(gate)
+      })
+  })
+
+const realSleep = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
+
+/**
+ * Waits (in real time, up to 10 s) until `check` holds. With a real database, a forked worker's
+ * queries are in flight while the test adjusts the TestClock; this lets it reach its next
+ * sleep (or write) first.
+ */
+export const eventually = <E, R>(check: Effect.Effect<boolean, E, R>): Effect.Effect<void, E, R> =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 1000; i++) {
+      if (yield* check) return
+      yield* realSleep(10)
+    }
+    return yield* Effect.dieMessage("condition not reached within 10 s")
+  })
+
+/** Lets in-flight work of forked fibers settle (real time), before a TestClock adjustment. */
+export const settle = Effect.zipRight(realSleep(20), Effect.yieldNow())
+
+/** A Clock that reads `offsetMs` ahead of the current one (a worker with a skewed clock). */
+export const offsetClock = (base: Clock.Clock, offsetMs: number): Clock.Clock => ({
+  [Clock.ClockTypeId]: Clock.ClockTypeId,
+  currentTimeMillis: Effect.map(base.currentTimeMillis, (t) => t + offsetMs),
+  currentTimeNanos: Effect.map(base.currentTimeNanos, (t) => t + BigInt(offsetMs) * 1_000_000n),
+  unsafeCurrentTimeMillis: () => base.unsafeCurrentTimeMillis() + offsetMs,
+  unsafeCurrentTimeNanos: () => base.unsafeCurrentTimeNanos() + BigInt(offsetMs) * 1_000_000n,
+  sleep: (d) => base.sleep(d)
+})
+
+/** Runs `effect` as a worker whose clock is `offsetMs` ahead. */
+export const skewed = <A, E, R>(offsetMs: number, effect: Effect.Effect<A, E, R>) =>
+  Effect.flatMap(Effect.clock, (base) => Effect.withClock(effect, offsetClock(base, offsetMs)))

@@ -224,6 +224,8 @@ const perform = (job: JobRow, registered: RegisteredJob, payload: unknown, host:
         )
         if (type.onLeaseLost === "interrupt") {
           yield* Deferred.fail(lost, new LeaseLostError({ leaseName: lease.name, owner: token, holder }))
+          // perform must not go on past this heartbeat: wait here to be interrupted.
+          return yield* Effect.never
         }
       })
 

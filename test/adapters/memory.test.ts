@@ -1,6 +1,8 @@
 /** Every conformance suite, run on the memory adapter. */
+import { exclusiveConformance } from "../conformance/exclusive.ts"
 import { jobConformance } from "../conformance/jobs.ts"
 import { leaseLockConformance } from "../conformance/leaseLock.ts"
 
 leaseLockConformance("memory")
 jobConformance("memory")
+exclusiveConformance("memory")

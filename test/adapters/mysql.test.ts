@@ -1,6 +1,8 @@
 /** Every conformance suite, run on the mysql adapter. */
+import { exclusiveConformance } from "../conformance/exclusive.ts"
 import { jobConformance } from "../conformance/jobs.ts"
 import { leaseLockConformance } from "../conformance/leaseLock.ts"
 
 leaseLockConformance("mysql")
 jobConformance("mysql")
+exclusiveConformance("mysql")

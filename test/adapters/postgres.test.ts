@@ -1,6 +1,8 @@
 /** Every conformance suite, run on the postgres adapter. */
+import { exclusiveConformance } from "../conformance/exclusive.ts"
 import { jobConformance } from "../conformance/jobs.ts"
 import { leaseLockConformance } from "../conformance/leaseLock.ts"
 
 leaseLockConformance("postgres")
 jobConformance("postgres")
+exclusiveConformance("postgres")

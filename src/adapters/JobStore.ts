@@ -208,10 +208,18 @@ export const make = (options: { readonly prefix?: string | undefined } = {}): Ef
       Effect.map(rows(st), (r) => Option.map(Option.fromNullable(r[0]), decode))
     const jobs = (st: Statement) => Effect.map(rows(st), (r) => r.map(decodeJobRow))
 
+    // PostgreSQL: wake idle workers. Sent after the write, in the same transaction when there
+    // is one, so a rolled-back enqueue wakes nobody. A failed notify is only a missed wake-up.
+    const notify = (payload: string) =>
+      s.notify === undefined ? Effect.void : Effect.ignoreLogged(rows(s.notify(payload)))
+
     const insert = (job: NewJob) =>
       Effect.gen(function*() {
         const inserted = yield* Effect.either(changed(s.insert(job)))
-        if (inserted._tag === "Right" && inserted.right > 0) return { id: job.id, duplicate: false }
+        if (inserted._tag === "Right" && inserted.right > 0) {
+          yield* notify(job.queue)
+          return { id: job.id, duplicate: false }
+        }
         // Nothing inserted (or, on MySQL, a duplicate-key error): the key is taken.
         const existing = yield* first(s.idByUniqueKey(job.uniqueKey), (r) => String(r.id))
         if (Option.isSome(existing)) return { id: existing.value, duplicate: true }
@@ -281,7 +289,7 @@ export const make = (options: { readonly prefix?: string | undefined } = {}): Ef
       heartbeat: (id, token, now) => yes(s.heartbeat(id, token, now)),
       stale: (now, timeout, limit) => jobs(s.stale(now, timeout, limit)),
       reap: (row, decision, now, timeout) => yes(s.reap(row, decision, now, timeout)),
-      handOff: (leaseName, now) => yes(s.handOff(leaseName, now)),
+      handOff: (leaseName, now) => Effect.tap(yes(s.handOff(leaseName, now)), (woke) => (woke ? notify(leaseName) : Effect.void)),
       get: (id) => first(s.byId(id), decodeJobRow),
       list: (filter) => jobs(s.list(filter)),
       counts: Effect.map(rows(s.counts), (r) =>

@@ -42,7 +42,10 @@ export const postgres: Dialect = {
     upsertHost: ({ sql, hosts }, host, now, maxConcurrent, codeVersion) =>
       sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining, code_version) VALUES (${host}, ${now}, ${now}, 0, ${maxConcurrent}, 0, ${codeVersion}) ON CONFLICT (host) DO UPDATE SET last_seen_at = EXCLUDED.last_seen_at, max_concurrent = EXCLUDED.max_concurrent, code_version = EXCLUDED.code_version`,
     ensureHost: ({ sql, hosts }, host, now) =>
-      sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining) VALUES (${host}, ${now}, ${now}, 0, 0, 0) ON CONFLICT (host) DO NOTHING`
+      sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining) VALUES (${host}, ${now}, ${now}, 0, 0, 0) ON CONFLICT (host) DO NOTHING`,
+    // SELECT pg_notify: a parameterised NOTIFY is rejected, and this form is delivered only
+    // when the surrounding transaction commits.
+    notify: ({ sql }, channel, payload) => sql`SELECT pg_notify(${channel}, ${payload})`
   },
   isTransient: (cause) => ["40P01", "40001"].includes(errorCode(cause) ?? ""),
   affectedRows: (raw) => Number((raw as { rowCount?: number | null }).rowCount ?? 0)

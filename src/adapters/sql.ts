@@ -220,6 +220,8 @@ export interface JobDialect {
   readonly upsertHost: (c: JobSqlContext, host: string, now: number, maxConcurrent: number, codeVersion: string | null) => Statement
   /** Inserts a host row if it is missing. */
   readonly ensureHost: (c: JobSqlContext, host: string, now: number) => Statement
+  /** Wakes listening workers, inside the current transaction (PostgreSQL). */
+  readonly notify?: (c: JobSqlContext, channel: string, payload: string) => Statement
 }
 
 /** The job and host statements for one dialect and one table prefix. */
@@ -291,6 +293,7 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
       }
     },
     handOff: (leaseName: string, now: number) => d.handOff(c, leaseName, now),
+    notify: d.notify === undefined ? undefined : (payload: string) => d.notify!(c, tables.channel, payload),
     list: (f: JobFilter) =>
       sql`SELECT ${cols} FROM ${jobs} WHERE 1 = 1${f.status === undefined ? empty : sql` AND status = ${f.status}`}${
         f.queue === undefined ? empty : sql` AND queue = ${f.queue}`

@@ -17,6 +17,8 @@ export interface TableNames {
   readonly migrationLocks: string
   /** Which of leasehold's own migrations have been applied. */
   readonly migrations: string
+  /** The PostgreSQL LISTEN/NOTIFY channel that wakes idle workers (at most 63 bytes). */
+  readonly channel: string
 }
 
 /** The default table prefix. */
@@ -29,5 +31,6 @@ export const tableNames = (prefix: string = DEFAULT_PREFIX): TableNames => ({
   hosts: checkIdentifier(`${prefix}hosts`),
   jobLocks: checkIdentifier(`${prefix}job_locks`),
   migrationLocks: checkIdentifier(`${prefix}migration_locks`),
-  migrations: checkIdentifier(`${prefix}migrations`)
+  migrations: checkIdentifier(`${prefix}migrations`),
+  channel: `${prefix}jobs`.slice(0, 63)
 })

@@ -7,7 +7,30 @@
  * to the next job waiting on it].
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import { Cause, Clock, Data, Deferred, Duration, Effect, Either, Exit, Option, Ref, Schema } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import {
+  Cause,
+  Clock,
+  Context,
+  Data,
+  Deferred,
+  Duration,
+  Effect,
+  Either,
+  Exit,
+  Fiber,
+  Layer,
+  Metric,
+  Option,
+  Redacted,
+  Ref,
+  Schedule,
+  Schema,
+  type Scope,
+  Stream
+} from "effect"
+import * as Metrics from "./metrics.ts"
+import { listenForever } from "./notify.ts"
 import { randomUUID } from "node:crypto"
 import {
   Fenced,
@@ -446,3 +469,271 @@ export const processQueue = (options: ProcessQueueOptions = {}): Effect.Effect<Q
     }
     return tally
   })
+
+// ---------------------------------------------------------------------------------------------
+// Hosts: drain, resume, status, tick
+
+/** Marks `host` draining: it still reaps but starts nothing; `expiresIn` ≤ 0 or none: no expiry. */
+export const drain = (
+  options: { readonly host?: string | undefined; readonly expiresIn?: Duration.DurationInput | undefined } = {}
+): Effect.Effect<void, SqlError, JobStore> =>
+  Effect.gen(function*() {
+    const store = yield* JobStore
+    const now = yield* Clock.currentTimeMillis
+    const ms = options.expiresIn === undefined ? 0 : Duration.toMillis(Duration.decode(options.expiresIn))
+    yield* store.drain(resolve(options).host, now, ms > 0 && Number.isFinite(ms) ? now + ms : null)
+  })
+
+/** Lifts a drain on `host`. */
+export const resume = (options: { readonly host?: string | undefined } = {}): Effect.Effect<void, SqlError, JobStore> =>
+  Effect.flatMap(JobStore, (store) => Effect.flatMap(Clock.currentTimeMillis, (now) => store.resume(resolve(options).host, now)))
+
+/** What tick did. A deferral is never counted as a failure. */
+export interface TickResult {
+  readonly host: string
+  readonly processed: number
+  readonly failed: number
+  readonly fenced: number
+  readonly deferred: number
+  readonly leasesLost: number
+  readonly reaped: number
+  readonly capped: boolean
+  readonly draining: boolean
+}
+
+/**
+ * One scheduled run (for cron-style hosting): refresh the host row, reap, process up to
+ * `maxJobs` attempts (deferrals do not count), refresh the host row again.
+ */
+export const tick = (
+  options: ProcessOptions & { readonly maxJobs?: number | undefined; readonly codeVersion?: string | undefined } = {}
+): Effect.Effect<TickResult, SqlError, WorkerServices> =>
+  Effect.gen(function*() {
+    const o = resolve(options)
+    const store = yield* JobStore
+    const touch = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      store.touchHost(o.host, now, { maxConcurrent: o.hostCap ?? 0, codeVersion: options.codeVersion ?? null }))
+    yield* touch
+    const reaped = yield* reap(options)
+    const maxJobs = options.maxJobs ?? 10
+    let result: TickResult = { host: o.host, processed: 0, failed: 0, fenced: 0, deferred: 0, leasesLost: 0, reaped, capped: false, draining: false }
+    const draining = yield* drainState(store, o.host, yield* Clock.currentTimeMillis)
+    if (Option.isSome(draining)) {
+      result = { ...result, draining: true }
+    } else {
+      let counted = 0
+      while (counted < maxJobs) {
+        const r = yield* claimAndRun(options)
+        if (r._tag === "Idle") break
+        if (r._tag === "Capped") {
+          result = { ...result, capped: true }
+          break
+        }
+        const lost = "leaseLost" in r && r.leaseLost ? 1 : 0
+        if (r._tag === "Completed") result = { ...result, processed: result.processed + 1, leasesLost: result.leasesLost + lost }
+        if (r._tag === "Failed") result = { ...result, failed: result.failed + 1, leasesLost: result.leasesLost + lost }
+        if (r._tag === "Fenced") result = { ...result, fenced: result.fenced + 1, leasesLost: result.leasesLost + lost }
+        if (r._tag === "Deferred") result = { ...result, deferred: result.deferred + 1 }
+        if (countsTowardLimit(r._tag)) counted++
+      }
+    }
+    yield* touch
+    return result
+  })
+
+// ---------------------------------------------------------------------------------------------
+// The long-running worker
+
+/** Options of the long-running worker. */
+export interface WorkerConfig extends ProcessOptions {
+  /** Attempts run at once in this process (default 4). */
+  readonly concurrency?: number | undefined
+  /** How long an idle fiber waits before looking again, unless woken (default 1 s). */
+  readonly pollInterval?: Duration.DurationInput | undefined
+  /** How often stale rows are reaped (default 15 s). */
+  readonly reapInterval?: Duration.DurationInput | undefined
+  /** On shutdown, how long running attempts may finish before they are interrupted (default 30 s). */
+  readonly gracePeriod?: Duration.DurationInput | undefined
+  /** Recorded on the host row. */
+  readonly codeVersion?: string | undefined
+  /** Called with every outcome (progress displays, tests). */
+  readonly onResult?: ((result: ProcessResult) => Effect.Effect<void>) | undefined
+}
+
+/** What a running worker reports. */
+export interface WorkerStats extends QueueTally {
+  readonly host: string
+  readonly running: number
+  readonly deferred: number
+  readonly reaped: number
+  /** Wake-ups by notification (PostgreSQL LISTEN/NOTIFY) rather than by polling. */
+  readonly notified: number
+}
+
+/** A running worker. */
+export interface WorkerApi {
+  readonly host: string
+  readonly stats: Effect.Effect<WorkerStats>
+  /** Wakes idle fibers now (as a notification would). */
+  readonly wake: Effect.Effect<void>
+}
+
+/** The running worker service, present while its layer's scope is open. */
+export class WorkerHandle extends Context.Tag("leasehold/Worker")<WorkerHandle, WorkerApi>() {}
+
+/**
+ * Runs a worker for as long as the layer's scope is open: `concurrency` fibers claim and run
+ * jobs, a reaper runs every `reapInterval`, and the host row is refreshed. Idle fibers poll, and
+ * on PostgreSQL (with a `PgClient` in context) wake at once on LISTEN/NOTIFY.
+ *
+ * When the scope closes (including on SIGINT/SIGTERM under `NodeRuntime.runMain`), the worker
+ * stops claiming, lets running attempts finish within `gracePeriod`, then interrupts them; an
+ * interrupted attempt is reaped and retried later under the normal rules, and its lease expires.
+ */
+export const make = (config: WorkerConfig = {}): Effect.Effect<WorkerApi, never, WorkerServices | Scope.Scope> =>
+  Effect.gen(function*() {
+    const o = resolve(config)
+    const store = yield* JobStore
+    const concurrency = Math.max(1, config.concurrency ?? 4)
+    const poll = Duration.decode(config.pollInterval ?? "1 second")
+    const reapEvery = Duration.decode(config.reapInterval ?? "15 seconds")
+    const grace = Duration.decode(config.gracePeriod ?? "30 seconds")
+    const options: ProcessOptions = { ...config, host: o.host }
+
+    const stats = yield* Ref.make<WorkerStats>({ ...emptyTally, host: o.host, running: 0, deferred: 0, reaped: 0, notified: 0 })
+    const stopping = yield* Ref.make(false)
+    // The doorbell: idle fibers wait on the current Deferred; a ring completes it and sets a new one.
+    const bell = yield* Ref.make(yield* Deferred.make<void>())
+    const ring = Effect.flatMap(Deferred.make<void>(), (next) =>
+      Effect.flatMap(Ref.getAndSet(bell, next), (old) => Deferred.succeed(old, undefined)))
+    const idle = Effect.flatMap(Ref.get(bell), (d) => Effect.race(Deferred.await(d), Effect.sleep(poll)))
+
+    const touch = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      store.touchHost(o.host, now, { maxConcurrent: o.hostCap ?? 0, codeVersion: config.codeVersion ?? null }))
+    yield* Effect.ignoreLogged(touch)
+    // Claims and attempts in flight in this process.
+    const running = (delta: number) =>
+      Effect.zipRight(Ref.update(stats, (s) => ({ ...s, running: s.running + delta })), Metric.incrementBy(Metrics.running, delta))
+
+    const record = (result: ProcessResult, ms: number) =>
+      Effect.gen(function*() {
+        yield* Ref.update(stats, (s) => ({
+          ...s,
+          ...tallyOf(s, result),
+          deferred: s.deferred + (result._tag === "Deferred" ? 1 : 0)
+        }))
+        yield* Metric.update(Metrics.duration, ms)
+        switch (result._tag) {
+          case "Completed":
+            yield* Metric.increment(Metrics.completed)
+            break
+          case "Failed":
+            yield* Metric.increment(result.willRetry ? Metrics.retried : Metrics.failed)
+            break
+          case "Fenced":
+            yield* Metric.increment(Metrics.fenced)
+            break
+          case "Deferred":
+            yield* Metric.increment(Metrics.deferred)
+            break
+        }
+        if ("leaseLost" in result && result.leaseLost) yield* Metric.increment(Metrics.leasesLost)
+        if (config.onResult) yield* config.onResult(result)
+      })
+
+    // Drain state is read once per loop turn of each fiber at most every poll interval.
+    const drainCache = yield* Ref.make<{ readonly at: number; readonly draining: boolean }>({ at: -Infinity, draining: false })
+    const isDraining = Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const cached = yield* Ref.get(drainCache)
+      if (now - cached.at < Duration.toMillis(poll)) return cached.draining
+      const draining = Option.isSome(yield* drainState(store, o.host, now))
+      yield* Ref.set(drainCache, { at: now, draining })
+      return draining
+    })
+
+    const loop = Effect.gen(function*() {
+      while (!(yield* Ref.get(stopping))) {
+        if (yield* isDraining) {
+          yield* idle
+          continue
+        }
+        const started = yield* Clock.currentTimeMillis
+        const result = yield* Effect.acquireUseRelease(running(1), () => claimAndRun(options), () => running(-1)).pipe(
+          Effect.catchAll((error) =>
+            // A database hiccup (or the database is gone): log, wait a poll, carry on.
+            Effect.as(Effect.logWarning("claim failed; retrying after the poll interval", error), ProcessResult.Idle())
+          )
+        )
+        if (result._tag === "Idle" || result._tag === "Capped") {
+          yield* idle
+          continue
+        }
+        yield* record(result, (yield* Clock.currentTimeMillis) - started)
+      }
+    })
+
+    const fibers = yield* Effect.forEach(Array.from({ length: concurrency }), () => Effect.forkDaemon(loop), {
+      concurrency: "unbounded"
+    })
+
+    const reaper = yield* Effect.forkDaemon(
+      Effect.repeat(
+        Effect.gen(function*() {
+          const n = yield* Effect.orElseSucceed(Effect.tapError(reap(options), (e) => Effect.logWarning("reap failed", e)), () => 0)
+          if (n > 0) {
+            yield* Ref.update(stats, (s) => ({ ...s, reaped: s.reaped + n }))
+            yield* Metric.incrementBy(Metrics.reaped, n)
+            yield* ring
+          }
+          yield* Effect.ignoreLogged(touch)
+        }),
+        Schedule.spaced(reapEvery)
+      )
+    )
+
+    // PostgreSQL: wake on notifications; the listener reconnects by itself if dropped.
+    const pgClient = yield* Effect.serviceOption(PgClient.PgClient)
+    const listener = Option.isSome(pgClient)
+      ? Option.some(yield* Effect.forkDaemon(
+        Stream.runForEach(listenForever(listenConfig(pgClient.value.config), store.tables.channel), () =>
+          Effect.zipRight(Ref.update(stats, (s) => ({ ...s, notified: s.notified + 1 })), ring))
+      ))
+      : Option.none()
+
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function*() {
+        yield* Ref.set(stopping, true)
+        yield* ring
+        yield* Fiber.interrupt(reaper)
+        if (Option.isSome(listener)) yield* Fiber.interrupt(listener.value)
+        // Finalizers run uninterruptibly: the wait must be made interruptible for the timeout to cut it.
+        const finished = yield* Effect.timeout(Effect.interruptible(Fiber.awaitAll(fibers)), grace).pipe(Effect.option)
+        if (Option.isNone(finished)) {
+          yield* Effect.logWarning(`worker ${o.host}: attempts still running after the grace period; interrupting them (they will be reaped and retried)`)
+          yield* Fiber.interruptAll(fibers)
+        }
+        yield* Effect.logInfo(`worker ${o.host} stopped`)
+      })
+    )
+    yield* Effect.logInfo(`worker ${o.host} started: ${concurrency} fibers, queues ${o.queues?.join(", ") ?? "all"}`)
+
+    return WorkerHandle.of({
+      host: o.host,
+      stats: Ref.get(stats),
+      wake: ring
+    })
+  })
+
+/** The long-running worker as a scoped layer; see `make`. */
+export const layer = (config: WorkerConfig = {}): Layer.Layer<WorkerHandle, never, WorkerServices> =>
+  Layer.scoped(WorkerHandle, make(config))
+
+const listenConfig = (c: PgClient.PgClientConfig) => ({
+  connectionString: c.url === undefined ? undefined : Redacted.value(c.url),
+  host: c.host,
+  port: c.port,
+  user: c.username,
+  password: c.password === undefined ? undefined : Redacted.value(c.password),
+  database: c.database
+})

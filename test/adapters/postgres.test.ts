@@ -2,7 +2,9 @@
 import { exclusiveConformance } from "../conformance/exclusive.ts"
 import { jobConformance } from "../conformance/jobs.ts"
 import { leaseLockConformance } from "../conformance/leaseLock.ts"
+import { workerConformance } from "../conformance/worker.ts"
 
 leaseLockConformance("postgres")
 jobConformance("postgres")
 exclusiveConformance("postgres")
+workerConformance("postgres")

@@ -1,0 +1,47 @@
+/**
+ * Wake-ups over PostgreSQL LISTEN/NOTIFY. An enqueue (and a release with a waiting hand-off)
+ * sends `SELECT pg_notify(channel, queue)` inside its own transaction; an idle worker listening
+ * on the channel claims at once instead of waiting for its next poll. Polling stays the
+ * fallback, and a dropped LISTEN connection is opened again with backoff.
+ */
+import { Duration, Effect, Schedule, Stream } from "effect"
+import pg from "pg"
+
+/** How to reach PostgreSQL for the listening connection. */
+export interface ListenConfig {
+  readonly connectionString?: string | undefined
+  readonly host?: string | undefined
+  readonly port?: number | undefined
+  readonly user?: string | undefined
+  readonly password?: string | undefined
+  readonly database?: string | undefined
+}
+
+/**
+ * A stream of notification payloads on `channel`, on a dedicated connection. It fails when the
+ * connection drops; `listenForever` reconnects.
+ */
+export const listen = (config: ListenConfig, channel: string): Stream.Stream<string, Error> =>
+  Stream.asyncScoped<string, Error>((emit) =>
+    Effect.gen(function*() {
+      const client = new pg.Client({ ...config, application_name: "leasehold-listener" })
+      yield* Effect.addFinalizer(() => Effect.promise(() => client.end().catch(() => undefined)))
+      client.on("error", (e) => void emit.fail(e))
+      client.on("end", () => void emit.fail(new Error("LISTEN connection ended")))
+      client.on("notification", (msg) => {
+        if (msg.channel === channel) void emit.single(msg.payload ?? "")
+      })
+      yield* Effect.tryPromise({ try: () => client.connect(), catch: (e) => e as Error })
+      yield* Effect.tryPromise({ try: () => client.query(`LISTEN ${client.escapeIdentifier(channel)}`), catch: (e) => e as Error })
+      // Tells the consumer the listener is (again) in place, so it can check for missed work.
+      yield* Effect.promise(() => emit.single(""))
+    })
+  )
+
+/** `listen`, re-established with exponential backoff (capped at 30 s) whenever it drops. */
+export const listenForever = (config: ListenConfig, channel: string): Stream.Stream<string> =>
+  listen(config, channel).pipe(
+    Stream.tapError((e) => Effect.logWarning(`LISTEN ${channel} dropped; reconnecting`, e)),
+    Stream.retry(Schedule.exponential(Duration.millis(200)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(30))))),
+    Stream.orDie
+  )

@@ -17,6 +17,9 @@ export interface ListenConfig {
   readonly database?: string | undefined
 }
 
+/** The listening connection's application_name (shown in pg_stat_activity). */
+export const listenerName = (channel: string): string => `leasehold-listener:${channel}`.slice(0, 63)
+
 /**
  * A stream of notification payloads on `channel`, on a dedicated connection. It fails when the
  * connection drops; `listenForever` reconnects.
@@ -24,7 +27,7 @@ export interface ListenConfig {
 export const listen = (config: ListenConfig, channel: string): Stream.Stream<string, Error> =>
   Stream.asyncScoped<string, Error>((emit) =>
     Effect.gen(function*() {
-      const client = new pg.Client({ ...config, application_name: "leasehold-listener" })
+      const client = new pg.Client({ ...config, application_name: listenerName(channel) })
       yield* Effect.addFinalizer(() => Effect.promise(() => client.end().catch(() => undefined)))
       client.on("error", (e) => void emit.fail(e))
       client.on("end", () => void emit.fail(new Error("LISTEN connection ended")))

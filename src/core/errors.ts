@@ -104,3 +104,71 @@ export class LeaseLostError extends Data.TaggedError("LeaseLostError")<{
     return `lease ${this.leaseName} was lost: owned by ${this.holder ?? "nobody"}, not by this attempt (${this.owner})`
   }
 }
+
+/** The command that clears a migration lock left behind by a process that died. */
+export const MIGRATE_UNLOCK_COMMAND = "leasehold migrate unlock"
+
+const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`
+
+/**
+ * The migration lock stayed held by another process for the whole wait. Usually a migration
+ * is running elsewhere; if that process is gone, its lease expires by itself, or the unlock
+ * command removes it.
+ */
+export class MigrationLockTimeoutError extends Data.TaggedError("MigrationLockTimeoutError")<{
+  readonly table: string
+  /** The holder's owner id, or null if the lease turned free just as the wait ended. */
+  readonly owner: string | null
+  /** The holder's host, as it recorded it. */
+  readonly host: string | null
+  /** When the holder's lease expires (epoch ms), if one was seen. */
+  readonly expiresAt: number | null
+  readonly waitedMs: number
+  readonly timeoutMs: number
+  /** The command that removes a stale lock. */
+  readonly unlockCommand: string
+}> {
+  override get message() {
+    const holder = this.owner === null
+      ? "another process"
+      : `owner ${this.owner} on host ${this.host ?? "(unknown host)"}`
+    return `migration lock (${this.table}) still held by ${holder} after waiting ${seconds(this.waitedMs)}. ` +
+      `If no migration is running there, run \`${this.unlockCommand}\` once its lease has expired ` +
+      `(or \`${this.unlockCommand} --force\` to remove it now).`
+  }
+}
+
+/**
+ * Before a migration step, the migration lock turned out to be no longer ours (its lease
+ * expired and another process took it over). The run stops before that step, so two
+ * processes never apply migrations at once.
+ */
+export class MigrationLockLostError extends Data.TaggedError("MigrationLockLostError")<{
+  readonly table: string
+  /** Our owner id. */
+  readonly owner: string
+  /** Who holds it now, if anyone. */
+  readonly holder: string | null
+  readonly holderHost: string | null
+  /** The migration that was about to run. */
+  readonly migrationId: number
+  readonly migrationName: string
+}> {
+  override get message() {
+    return `migration lock (${this.table}) lost before migration ${this.migrationId} (${this.migrationName}): ` +
+      `held by ${this.holder === null ? "nobody" : `${this.holder} on host ${this.holderHost ?? "(unknown host)"}`}, ` +
+      `not by this run (${this.owner}); stopped without applying it`
+  }
+}
+
+/**
+ * Migrations were asked to run inside a transaction. They are DDL, which commits an open
+ * transaction on MySQL, so they refuse instead of silently committing the caller's work.
+ */
+export class MigrationInTransactionError extends Data.TaggedError("MigrationInTransactionError")<{
+  readonly table: string
+}> {
+  override get message() {
+    return `leasehold migrations (${this.table}) cannot run inside a transaction: run them outside it`
+  }
+}

@@ -41,7 +41,7 @@ import {
   UnknownJobTypeError
 } from "../core/errors.ts"
 import { type BackoffOptions, MAX_TIMEOUT_SECONDS, countsTowardLimit, cutError, decideFailure, decideReap, DEFAULT_BACKOFF, emptyTally, type QueueTally } from "../core/jobs.ts"
-import { busyDelaySeconds, DEFAULT_CLAIM_TIMEOUT_SECONDS, leaseExpiresAt, leaseNameFor } from "../core/lease.ts"
+import { busyDelaySeconds, DEFAULT_CLAIM_TIMEOUT_SECONDS, isExpired, leaseExpiresAt, leaseNameFor } from "../core/lease.ts"
 import { JobLeases, type JobRow, JobStore } from "../adapters/JobStore.ts"
 import type { LeaseLockApi } from "../adapters/LeaseLock.ts"
 import { defaultHost, type HeldLease, JobContext, type JobContextApi, Jobs, type RegisteredJob } from "./Job.ts"
@@ -328,6 +328,12 @@ const runClaimed = (job: JobRow, o: Resolved): Effect.Effect<ProcessResult, SqlE
         if (!(yield* store.defer(job.id, token, now, retryAt, leaseName))) {
           return ProcessResult.Fenced({ job: jobRef(job), leaseLost: false })
         }
+        // The holder may have released (and found no waiter to hand off to) between our
+        // tryAcquire and the defer: look again, and if the lease is free, hand off now.
+        const after = yield* Effect.orElseSucceed(leases.read(leaseName), () => Option.none())
+        if (Option.isNone(after) || isExpired(after.value.expiresAt, yield* Clock.currentTimeMillis)) {
+          yield* Effect.ignoreLogged(store.handOff(leaseName, yield* Clock.currentTimeMillis))
+        }
         yield* Effect.logDebug(`lease ${leaseName} busy (held by ${holderOwner ?? "nobody"}); deferred ${delay} s`)
         return ProcessResult.Deferred({ job: jobRef(job), leaseName, retryAt, holder: holderOwner })
       }
@@ -560,11 +566,10 @@ export interface WorkerConfig extends ProcessOptions {
   readonly onResult?: ((result: ProcessResult) => Effect.Effect<void>) | undefined
 }
 
-/** What a running worker reports. */
+/** What a running worker reports (`skipped` counts deferrals on busy leases). */
 export interface WorkerStats extends QueueTally {
   readonly host: string
   readonly running: number
-  readonly deferred: number
   readonly reaped: number
   /** Wake-ups by notification (PostgreSQL LISTEN/NOTIFY) rather than by polling. */
   readonly notified: number
@@ -600,7 +605,7 @@ export const make = (config: WorkerConfig = {}): Effect.Effect<WorkerApi, never,
     const grace = Duration.decode(config.gracePeriod ?? "30 seconds")
     const options: ProcessOptions = { ...config, host: o.host }
 
-    const stats = yield* Ref.make<WorkerStats>({ ...emptyTally, host: o.host, running: 0, deferred: 0, reaped: 0, notified: 0 })
+    const stats = yield* Ref.make<WorkerStats>({ ...emptyTally, host: o.host, running: 0, reaped: 0, notified: 0 })
     const stopping = yield* Ref.make(false)
     // The doorbell: idle fibers wait on the current Deferred; a ring completes it and sets a new one.
     const bell = yield* Ref.make(yield* Deferred.make<void>())
@@ -617,11 +622,7 @@ export const make = (config: WorkerConfig = {}): Effect.Effect<WorkerApi, never,
 
     const record = (result: ProcessResult, ms: number) =>
       Effect.gen(function*() {
-        yield* Ref.update(stats, (s) => ({
-          ...s,
-          ...tallyOf(s, result),
-          deferred: s.deferred + (result._tag === "Deferred" ? 1 : 0)
-        }))
+        yield* Ref.update(stats, (s) => ({ ...s, ...tallyOf(s, result) }))
         yield* Metric.update(Metrics.duration, ms)
         switch (result._tag) {
           case "Completed":

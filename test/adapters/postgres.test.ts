@@ -2,9 +2,11 @@
 import { exclusiveConformance } from "../conformance/exclusive.ts"
 import { jobConformance } from "../conformance/jobs.ts"
 import { leaseLockConformance } from "../conformance/leaseLock.ts"
+import { migrationConformance } from "../conformance/migrations.ts"
 import { workerConformance } from "../conformance/worker.ts"
 
 leaseLockConformance("postgres")
 jobConformance("postgres")
 exclusiveConformance("postgres")
 workerConformance("postgres")
+migrationConformance("postgres")

@@ -25,6 +25,7 @@ import {
   type MemoryDatabaseApi,
   memoryJobStoreLayer
 } from "../../src/adapters/memory.ts"
+import * as Migrator from "../../src/runtime/migrate.ts"
 
 export type AdapterName = "postgres" | "mysql" | "sqlite" | "memory"
 export const adapterNames: ReadonlyArray<AdapterName> = ["postgres", "mysql", "sqlite", "memory"]
@@ -48,6 +49,12 @@ export interface TestDatabaseApi {
   readonly migrate: (prefix: string) => Effect.Effect<void>
   /** The JobStore and JobLeases for a table prefix on this adapter (tables not created). */
   readonly storeLayer: (prefix: string) => Layer.Layer<JobStore | JobLeases>
+  /** A migrator on this adapter. */
+  readonly migrator: (options: Migrator.MigratorOptions) => Effect.Effect<Migrator.MigratorApi>
+  /** One migrator per options entry, whose calls go out on separate connections (or clients). */
+  readonly migratorsApart: (options: ReadonlyArray<Migrator.MigratorOptions>) => Effect.Effect<ReadonlyArray<Migrator.MigratorApi>>
+  /** Whether a table exists, asked of the database catalog (memory: of its table map). */
+  readonly tableExists: (table: string) => Effect.Effect<boolean>
 }
 
 // TEMPORARY until the migrator lands: the tables, created directly.
@@ -94,6 +101,8 @@ const sqlDatabase = (adapter: AdapterName, label: string) =>
     const next = counter()
     yield* Effect.addFinalizer(() => Effect.provideService(dropPrefixed(prefix), SqlClient.SqlClient, sql))
     const leaseLock = (table: string) => Effect.provideService(LeaseLock.make({ table }), SqlClient.SqlClient, sql)
+    const migrator = (options: Migrator.MigratorOptions) =>
+      Effect.provideService(Migrator.make(options), SqlClient.SqlClient, sql)
     return TestDatabase.of({
       adapter,
       table: (l) => `${prefix}${l}${next()}`,
@@ -101,7 +110,11 @@ const sqlDatabase = (adapter: AdapterName, label: string) =>
       leaseLocksApart: (table, n) => Effect.map(leaseLock(table), (lock) => Array.from({ length: n }, () => lock)),
       withTransaction: sql.withTransaction,
       migrate: (p) => Effect.provideService(TEMP_createTables(p), SqlClient.SqlClient, sql),
-      storeLayer: (p) => Layer.provide(JobStoreModule.layer({ prefix: p }), Layer.succeed(SqlClient.SqlClient, sql))
+      storeLayer: (p) => Layer.provide(JobStoreModule.layer({ prefix: p }), Layer.succeed(SqlClient.SqlClient, sql)),
+      migrator,
+      // One pool: concurrent runs take separate connections from it.
+      migratorsApart: (options) => Effect.forEach(options, migrator),
+      tableExists: (table) => Effect.orDie(Effect.flatMap(leaseLock(table), (lock) => lock.tableExists))
     })
   })
 
@@ -137,7 +150,10 @@ export const sqliteLayer = (label: string) =>
             const a = yield* base.leaseLock(table)
             const b = yield* Effect.provideService(LeaseLock.make({ table }), SqlClient.SqlClient, second)
             return Array.from({ length: n }, (_, i) => (i % 2 === 0 ? a : b))
-          })
+          }),
+        migratorsApart: (options) =>
+          Effect.forEach(options, (o, i) =>
+            i % 2 === 0 ? base.migrator(o) : Effect.provideService(Migrator.make(o), SqlClient.SqlClient, second))
       })
     })
   ).pipe(Layer.provide(Reactivity.layer), Layer.orDie)
@@ -157,7 +173,10 @@ export const memoryLayer = (label: string) =>
         leaseLocksApart: (table, n) => Effect.map(leaseLock(table), (lock) => Array.from({ length: n }, () => lock)),
         withTransaction: db.withTransaction,
         migrate: (p) => TEMP_createMemoryTables(db, p),
-        storeLayer: (p) => Layer.provide(memoryJobStoreLayer({ prefix: p }), Layer.succeed(MemoryDatabase, db))
+        storeLayer: (p) => Layer.provide(memoryJobStoreLayer({ prefix: p }), Layer.succeed(MemoryDatabase, db)),
+        migrator: (options) => Effect.succeed(Migrator.makeMemory(db, options)),
+        migratorsApart: (options) => Effect.succeed(options.map((o) => Migrator.makeMemory(db, o))),
+        tableExists: (table) => Effect.orDie(Effect.flatMap(leaseLock(table), (lock) => lock.tableExists))
       })
     })
   )

@@ -1,0 +1,145 @@
+/**
+ * The CLI end to end, as a spawned process, on SQLite and PostgreSQL: migrate, enqueue, jobs,
+ * leases, drain/resume/status, bad input (one line on stderr, exit ≠ 0, no stack trace), and a
+ * worker that finishes its running job when sent SIGTERM.
+ */
+import { execFile, spawn, spawnSync } from "node:child_process"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import Sqlite from "better-sqlite3"
+import pg from "pg"
+import { afterAll, describe, expect, it } from "vitest"
+import { PG_URL, uniquePrefix } from "./databases.ts"
+
+const BIN = join(import.meta.dirname, "..", "..", "bin", "leasehold.js")
+const JOBS = join(import.meta.dirname, "..", "fixtures", "jobs.ts")
+
+const dir = mkdtempSync(join(tmpdir(), "leasehold-cli-"))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+/** The CLI suite against one database; test/cli-*.test.ts run it (as separate files, in parallel). */
+export const cliSuite = (targetName: "sqlite" | "postgres") => {
+  const target = targetName === "sqlite"
+    ? { name: "sqlite", url: join(dir, "cli.db"), prefix: "leasehold_" }
+    : { name: "postgres", url: PG_URL, prefix: uniquePrefix("cli") }
+  describe(`leasehold CLI on ${target.name}`, () => {
+    const env = { ...process.env, LEASEHOLD_DATABASE_URL: target.url, LEASEHOLD_JOBS: JOBS }
+    // Asynchronous, so the test worker's event loop stays free while a command runs.
+    const run = (args: ReadonlyArray<string>) =>
+      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+        execFile(process.execPath, [BIN, ...args], { env, encoding: "utf8", timeout: 60_000 }, (error, stdout, stderr) =>
+          resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr }))
+      })
+    const cli = (...args: Array<string>) => run([...args, "--prefix", target.prefix])
+    const json = async (...args: Array<string>) => {
+      const r = await cli(...args, "--json")
+      expect(r.stderr).toBe("")
+      expect(r.code).toBe(0)
+      return JSON.parse(r.stdout)
+    }
+    const statusOf = async (id: string): Promise<string | undefined> => {
+      const sql = `SELECT status FROM ${target.prefix}jobs WHERE id = '${id}'`
+      if (target.name === "sqlite") {
+        const db = new Sqlite(target.url, { readonly: true })
+        try {
+          return (db.prepare(sql).get() as { status: string } | undefined)?.status
+        } finally {
+          db.close()
+        }
+      }
+      const client = new pg.Client({ connectionString: PG_URL })
+      await client.connect()
+      try {
+        return (await client.query(sql)).rows[0]?.status
+      } finally {
+        await client.end()
+      }
+    }
+    const failsCleanly = (r: { code: number | null; stderr: string }, pattern: RegExp) => {
+      expect(r.code).not.toBe(0)
+      expect(r.stderr).toMatch(pattern)
+      expect(r.stderr).not.toMatch(/\n\s+at /)
+    }
+
+    afterAll(() => {
+      if (target.name === "postgres") {
+        spawnSync("psql", [PG_URL, "-qc", `DO $$ DECLARE t text; BEGIN FOR t IN SELECT tablename FROM pg_tables WHERE tablename LIKE '${target.prefix}%' LOOP EXECUTE 'DROP TABLE ' || quote_ident(t); END LOOP; END $$`])
+      }
+    })
+
+    it("migrate applies once; status reports applied, pending and the lock", async () => {
+      const first = await json("migrate")
+      expect(first.applied.map((m: { id: number }) => m.id)).toEqual([1])
+      expect((await json("migrate")).applied).toEqual([])
+      const status = await json("migrate", "status")
+      expect(status.pending).toEqual([])
+      expect(status.lock.held).toBe(false)
+      expect((await cli("migrate", "status")).stdout).toContain("lock: free")
+    })
+
+    it("enqueue, jobs list, stats, and the duplicate of a unique key", async () => {
+      const a = await json("enqueue", "Greet", JSON.stringify({ name: "it's; -- ü" }), "--unique-key", "greet-1")
+      expect(a.status).toBe("pending")
+      expect(await json("enqueue", "Greet", JSON.stringify({ name: "x" }), "--unique-key", "greet-1")).toMatchObject({ id: a.id, duplicate: true })
+      const listed = await json("jobs", "list", "--status", "pending")
+      expect(listed.map((r: { id: string }) => r.id)).toContain(a.id)
+      expect(JSON.parse(listed.find((r: { id: string }) => r.id === a.id).payload)).toEqual({ name: "it's; -- ü" })
+      expect(await json("jobs", "stats")).toContainEqual({ queue: "default", status: "pending", count: 1 })
+      expect((await cli("jobs", "list")).stdout).toMatch(/id\s+name\s+queue\s+status/)
+    })
+
+    it("bad input: one line on stderr, a non-zero exit, no stack trace, nothing written", async () => {
+      failsCleanly(await cli("enqueue", "Greet", "{not json"), /^leasehold: payload is not valid JSON/)
+      failsCleanly(await cli("enqueue", "Greet", JSON.stringify({ nom: 1 })), /^leasehold: invalid payload for Greet/)
+      failsCleanly(await cli("enqueue", "Nope", "{}"), /^leasehold: unknown job "Nope"; known: /)
+      failsCleanly(await cli("enqueue", "Greet", JSON.stringify({ name: "x" }), "--unique-key", "k".repeat(256)), /uniqueKey/)
+      failsCleanly(await cli("jobs", "purge", "--older-than", "soon"), /not a duration/)
+      failsCleanly(await cli("leases", "clear", "no-such-lease"), /no lease named/)
+      failsCleanly(await cli("jobs", "retry", "00000000-0000-0000-0000-000000000000"), /no failed or interrupted job/)
+      expect((await cli("frobnicate")).code).not.toBe(0)
+      failsCleanly(await run(["jobs", "stats", "--database-url", "postgres://postgres@127.0.0.1:1/none"]), /^leasehold: cannot connect to the database/)
+      expect((await json("jobs", "stats")).reduce((n: number, c: { count: number }) => n + c.count, 0)).toBe(1)
+    })
+
+    it("worker runs jobs; SIGTERM lets the running job finish within the grace period", async () => {
+      const dead = await json("enqueue", "Broken", "{}")
+      const release = join(dir, `release-${target.name}`)
+      const slow = await json("enqueue", "Slow", JSON.stringify({ release }))
+      const child = spawn(process.execPath, [BIN, "worker", "--prefix", target.prefix, "--poll-interval", "100 millis", "--grace-period", "20 seconds", "--host", "cli-worker"], { env })
+      let stderr = ""
+      child.stderr.on("data", (d) => (stderr += String(d)))
+      const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+      // wait until the slow job is running (asked of the database directly: quicker than the CLI)
+      for (let i = 0; i < 600 && (await statusOf(slow.id)) !== "processing"; i++) {
+        await new Promise((r) => setTimeout(r, 100))
+      }
+      expect(await statusOf(slow.id)).toBe("processing")
+      expect((await json("leases", "list")).map((l: { name: string; host: string }) => [l.name, l.host])).toEqual([["key:slow", "cli-worker"]])
+      failsCleanly(await cli("leases", "clear", "key:slow"), /is live .*use --force/)
+      child.kill("SIGTERM")
+      // the worker stops claiming but lets the running job finish: release it
+      await new Promise((r) => setTimeout(r, 300))
+      expect(await statusOf(slow.id)).toBe("processing")
+      writeFileSync(release, "")
+      expect(await exited).toBe(0)
+      expect(stderr).not.toMatch(/\n\s+at /)
+      const rows = await json("jobs", "list", "--limit", "100")
+      expect(rows.find((r: { id: string }) => r.id === slow.id).status).toBe("completed")
+      expect(rows.find((r: { id: string }) => r.id === dead.id)).toMatchObject({ status: "failed", lastError: expect.stringContaining("broken on purpose") })
+      expect(await json("leases", "list")).toEqual([])
+      // a dead job can be retried; finished jobs purged
+      expect(await json("jobs", "retry", dead.id)).toEqual({ id: dead.id, status: "pending" })
+      expect(await json("jobs", "purge", "--older-than", "0")).toEqual({ purged: expect.any(Number) })
+    }, 90_000)
+
+    it("drain, resume and status", async () => {
+      await json("drain", "--host", "h1", "--expires-in", "1 hour")
+      const status = await json("status")
+      expect(status.hosts.find((h: { host: string }) => h.host === "h1").draining).toMatch(/^until /)
+      await json("resume", "--host", "h1")
+      expect((await json("status")).hosts.find((h: { host: string }) => h.host === "h1").draining).toBe("no")
+      expect((await cli("status")).stdout).toMatch(/host\s+running\s+cap\s+draining/)
+    })
+  })
+}

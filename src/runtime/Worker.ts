@@ -611,7 +611,10 @@ export const make = (config: WorkerConfig = {}): Effect.Effect<WorkerApi, never,
     const bell = yield* Ref.make(yield* Deferred.make<void>())
     const ring = Effect.flatMap(Deferred.make<void>(), (next) =>
       Effect.flatMap(Ref.getAndSet(bell, next), (old) => Deferred.succeed(old, undefined)))
-    const idle = Effect.flatMap(Ref.get(bell), (d) => Effect.race(Deferred.await(d), Effect.sleep(poll)))
+    // Read the bell, then the stop flag: the stop sets the flag before it rings, so a fiber
+    // that got the new (unrung) bell sees the flag and does not wait.
+    const idle = Effect.flatMap(Ref.get(bell), (d) =>
+      Effect.flatMap(Ref.get(stopping), (stop) => (stop ? Effect.void : Effect.race(Deferred.await(d), Effect.sleep(poll)))))
 
     const touch = Effect.flatMap(Clock.currentTimeMillis, (now) =>
       store.touchHost(o.host, now, { maxConcurrent: o.hostCap ?? 0, codeVersion: config.codeVersion ?? null }))

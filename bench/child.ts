@@ -1,0 +1,104 @@
+/**
+ * One benchmark run in its own process: `node --expose-gc --import tsx bench/child.ts '<spec>'`,
+ * started by `bench/run.ts` on a database created for it. Prints one line
+ * `@@BENCH_RESULT {json}` (a `ChildResult`) on stdout and exits.
+ */
+import { percentile, mean } from "./lib/stats.ts"
+import { peakMb, processMaxMb, resetPeak } from "./lib/rss.ts"
+import { graphileWorker } from "./systems/graphile.ts"
+import { isPending, leasehold } from "./systems/leasehold.ts"
+import * as LeaseLockBench from "./systems/leaselock.ts"
+import { pgBoss } from "./systems/pgboss.ts"
+import type { DrainHooks, JobSystemDriver } from "./systems/types.ts"
+import { type ChildResult, type ChildSpec, RESULT_PREFIX, type SystemId } from "./protocol.ts"
+
+
+const drivers: Partial<Record<SystemId, JobSystemDriver>> = {
+  "leasehold-pg": leasehold,
+  "leasehold-mariadb": leasehold,
+  "leasehold-sqlite": leasehold,
+  "graphile-worker": graphileWorker,
+  "pg-boss": pgBoss
+}
+
+const need = <A>(value: A | undefined, what: string): A => {
+  if (value === undefined) throw new Error(`${what} is not implemented`)
+  return value
+}
+
+const param = (spec: ChildSpec, key: string): number => need(spec.params[key], `parameter ${key}`)
+
+const hooks: DrainHooks = { drainStarting: resetPeak }
+
+const runSpec = async (spec: ChildSpec): Promise<Record<string, number>> => {
+  if (spec.scenario === "leaselock") {
+    const n = param(spec, "pairs")
+    const r = spec.system === "raw-pg"
+      ? await LeaseLockBench.rawPg(spec.url, n)
+      : spec.system === "pg-advisory"
+      ? await LeaseLockBench.pgAdvisory(spec.url, n)
+      : await LeaseLockBench.leasehold(spec.url, n)
+    return { pairs: r.pairs, ms: r.ms, pairsPerSec: (r.pairs / r.ms) * 1000, statementsPerPair: r.statementsPerPair }
+  }
+  const driver = need(drivers[spec.system], `system ${spec.system}`)
+  const label = `${spec.system} ${spec.scenario}`
+  switch (spec.scenario) {
+    case "throughput":
+    case "exclusive": {
+      const f = spec.scenario === "throughput" ? driver.throughput : driver.exclusiveThroughput
+      const r = await need(f, label)(spec.url, param(spec, "jobs"), param(spec, "concurrency"), hooks)
+      return {
+        jobs: r.jobs,
+        ms: r.ms,
+        jobsPerSec: (r.jobs / r.ms) * 1000,
+        peakRssMb: peakMb(),
+        processMaxRssMb: processMaxMb()
+      }
+    }
+    case "hotkey": {
+      const r = await need(driver.hotKey, label)(spec.url, param(spec, "jobs"), param(spec, "sleepMs"), param(spec, "workers"))
+      const idealMs = r.jobs * r.sleepMs
+      return { jobs: r.jobs, ms: r.ms, idealMs, overIdeal: r.ms / idealMs }
+    }
+    case "latency": {
+      const r = await need(driver.latency, label)(spec.url, param(spec, "samples"))
+      return {
+        samples: r.samplesMs.length,
+        p50Ms: percentile(r.samplesMs, 50),
+        p99Ms: percentile(r.samplesMs, 99),
+        meanMs: mean(r.samplesMs),
+        maxMs: percentile(r.samplesMs, 100)
+      }
+    }
+    case "roundtrips": {
+      const n = param(spec, "jobs")
+      const rt = need(driver.roundTrips, label)
+      const plain = await rt(spec.url, n, false)
+      const exclusive = await rt(spec.url, n, true)
+      return {
+        jobs: n,
+        plainPerJob: plain.statements / plain.jobs,
+        exclusivePerJob: exclusive.statements / exclusive.jobs
+      }
+    }
+  }
+}
+
+const main = async () => {
+  const raw = process.argv[2]
+  if (raw === undefined) throw new Error("usage: bench/child.ts '<spec json>'")
+  const spec = JSON.parse(raw) as ChildSpec
+  let result: ChildResult
+  try {
+    result = { status: "ok", metrics: await runSpec(spec) }
+  } catch (e) {
+    result = isPending(e)
+      ? { status: "pending" }
+      : { status: "error", message: e instanceof Error ? (e.stack ?? e.message) : String(e) }
+  }
+  process.stdout.write(RESULT_PREFIX + JSON.stringify(result) + "\n")
+  // Pools or timers a library left behind must not keep the run waiting.
+  process.exit(0)
+}
+
+void main()

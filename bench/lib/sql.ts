@@ -1,0 +1,107 @@
+/**
+ * SqlClient layers for the benchmark, chosen by URL the way the leasehold CLI chooses them
+ * (`postgres://…`, `mysql://…` / `mariadb://…`, or an SQLite file path, optionally `sqlite:`),
+ * and a statement-counting wrapper for the round-trips scenario.
+ *
+ * `countingLayer` wraps whatever `SqlClient` is below it: every statement that reaches a
+ * connection (queries, BEGIN/COMMIT/ROLLBACK, savepoints) adds one to `StatementCount`. It
+ * counts at the `Connection`, so statements inside transactions are counted as well. On
+ * PostgreSQL the `PgClient` service is passed through (its config, listen and notify), so a
+ * worker still finds the LISTEN settings it looks for.
+ */
+import * as Reactivity from "@effect/experimental/Reactivity"
+import { SqlClient } from "@effect/sql"
+import type { Connection } from "@effect/sql/SqlConnection"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as Statement from "@effect/sql/Statement"
+import { MysqlClient } from "@effect/sql-mysql2"
+import { PgClient } from "@effect/sql-pg"
+import { SqliteClient } from "@effect/sql-sqlite-node"
+import { Context, Effect, Layer, Option, Redacted, Stream } from "effect"
+
+/** The three databases leasehold runs on. */
+export type Backend = "pg" | "mariadb" | "sqlite"
+
+/** Which database a URL names. */
+export const backendOf = (url: string): Backend =>
+  /^postgres(ql)?:\/\//.test(url) ? "pg" : /^(mysql|mariadb):\/\//.test(url) ? "mariadb" : "sqlite"
+
+/** The SQLite file of a URL (`sqlite:`/`file:` prefixes stripped, as the CLI does). */
+export const sqliteFilename = (url: string): string => url.replace(/^sqlite:(\/\/)?/, "").replace(/^file:/, "")
+
+/** A `SqlClient` (and the driver's own tag) for a URL, with a pool of `maxConnections`. */
+export const sqlLayer = (url: string, maxConnections = 10): Layer.Layer<SqlClient.SqlClient, unknown> => {
+  switch (backendOf(url)) {
+    case "pg":
+      return PgClient.layer({ url: Redacted.make(url), maxConnections, connectTimeout: "10 seconds" })
+    case "mariadb":
+      return MysqlClient.layer({ url: Redacted.make(url.replace(/^mariadb:/, "mysql:")), maxConnections })
+    case "sqlite":
+      return SqliteClient.layer({ filename: sqliteFilename(url) })
+  }
+}
+
+/** How many statements reached the database through the counting client. */
+export interface StatementCountApi {
+  readonly get: () => number
+  readonly reset: () => void
+}
+
+export class StatementCount extends Context.Tag("bench/StatementCount")<StatementCount, StatementCountApi>() {}
+
+/**
+ * Replaces the `SqlClient` below it by one that counts every statement it sends, and provides
+ * `StatementCount`. The wrapper takes its connections through the inner client's `reserve`.
+ */
+export const countingLayer: Layer.Layer<SqlClient.SqlClient | StatementCount, never, SqlClient.SqlClient> = Layer
+  .scopedContext(
+    Effect.gen(function*() {
+      const inner = yield* SqlClient.SqlClient
+      const pg = yield* Effect.serviceOption(PgClient.PgClient)
+      let n = 0
+      const counted = <A>(effect: Effect.Effect<A, SqlError>): Effect.Effect<A, SqlError> =>
+        Effect.suspend(() => {
+          n++
+          return effect
+        })
+      const wrap = (c: Connection): Connection => ({
+        execute: (sql, params, transformRows) => counted(c.execute(sql, params, transformRows)),
+        executeRaw: (sql, params) => counted(c.executeRaw(sql, params)),
+        executeStream: (sql, params, transformRows) =>
+          Stream.suspend(() => {
+            n++
+            return c.executeStream(sql, params, transformRows)
+          }),
+        executeValues: (sql, params) => counted(c.executeValues(sql, params)),
+        executeUnprepared: (sql, params, transformRows) => counted(c.executeUnprepared(sql, params, transformRows))
+      })
+      const acquirer = Effect.map(inner.reserve, wrap)
+      const compiler = inner.onDialectOrElse({
+        pg: () => PgClient.makeCompiler(),
+        mysql: () => MysqlClient.makeCompiler(),
+        sqlite: () => Statement.makeCompilerSqlite(),
+        orElse: () => {
+          throw new Error("countingLayer supports PostgreSQL, MySQL/MariaDB and SQLite")
+        }
+      })
+      const client = yield* SqlClient.make({ acquirer, transactionAcquirer: acquirer, compiler, spanAttributes: [] })
+        .pipe(Effect.provide(Reactivity.layer))
+      const counter: StatementCountApi = {
+        get: () => n,
+        reset: () => {
+          n = 0
+        }
+      }
+      const base = Context.make(SqlClient.SqlClient, client).pipe(Context.add(StatementCount, counter))
+      if (Option.isNone(pg)) return base
+      const p = pg.value
+      const wrappedPg = Object.assign(client, {
+        [PgClient.TypeId]: PgClient.TypeId,
+        config: p.config,
+        json: p.json,
+        listen: p.listen,
+        notify: p.notify
+      }) as PgClient.PgClient
+      return Context.add(base, PgClient.PgClient, wrappedPg)
+    })
+  )

@@ -1,0 +1,177 @@
+/**
+ * graphile-worker 0.16.x driver (PostgreSQL only).
+ *
+ * - throughput: `n` no-op jobs inserted up front in ONE statement (`graphile_worker.add_jobs`
+ *   over `generate_series`, so the client holds no job list), then `run({ concurrency })`; the
+ *   drain is timed from the `run` call to the n-th `job:complete` event (emitted after the
+ *   job's row is deleted).
+ * - exclusiveThroughput: the same with a distinct `queue_name` per job (graphile-worker's
+ *   serial queues are its per-key exclusivity).
+ * - hotKey: `n` jobs in one named queue, each sleeping `sleepMs`, `concurrency = workers`.
+ * - latency: an idle runner (LISTEN/NOTIFY on `jobs:insert`); `addJob` one job at a time and
+ *   time from just before the `addJob` call to the start of the task.
+ *
+ * Defaults are kept (pollInterval 2 s, pool of 10, prepared statements on), except that the
+ * logger prints errors only.
+ */
+import { EventEmitter } from "node:events"
+import { setTimeout as sleep } from "node:timers/promises"
+import { Logger, makeWorkerUtils, run, runMigrations, type Runner, type TaskList, type WorkerEvents } from "graphile-worker"
+import pg from "pg"
+import type { DrainHooks, DrainResult, HotKeyResult, JobSystemDriver, LatencyResult } from "./types.ts"
+
+const logger = new Logger(() => (level, message) => {
+  if (String(level) === "error") console.error(`[graphile-worker] ${message}`)
+})
+
+/** Inserts `n` jobs of `task` in one statement; `queue` is a SQL expression over `g` (1…n), or null. */
+const addJobsInBulk = async (url: string, task: string, n: number, queue: string | null): Promise<void> => {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    const queueExpr = queue ?? "NULL::text"
+    const r = await client.query(
+      `SELECT count(*)::int AS n FROM graphile_worker.add_jobs(ARRAY(
+         SELECT ROW($1::text, '{}'::json, ${queueExpr}, NULL::timestamptz, NULL::int, NULL::text, NULL::int, NULL::text[])::graphile_worker.job_spec
+         FROM generate_series(1, $2::int) AS g))`,
+      [task, n]
+    )
+    const inserted = r.rows[0]?.n
+    if (inserted !== n) throw new Error(`graphile-worker: inserted ${String(inserted)} jobs, expected ${n}`)
+  } finally {
+    await client.end()
+  }
+}
+
+const remainingJobs = async (url: string): Promise<number> => {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    const r = await client.query("SELECT count(*)::int AS n FROM graphile_worker._private_jobs")
+    return Number(r.rows[0]?.n)
+  } finally {
+    await client.end()
+  }
+}
+
+/** Resolves when `count()` reaches `target`, checked on every event; rejects after `timeoutMs`. */
+const completions = (events: WorkerEvents, target: number, timeoutMs: number) => {
+  let done = 0
+  let failed: unknown = undefined
+  let resolve: (at: number) => void = () => {}
+  let reject: (e: unknown) => void = () => {}
+  const promise = new Promise<number>((res, rej) => {
+    resolve = res
+    reject = rej
+  })
+  const timer = setTimeout(() => reject(new Error(`graphile-worker: ${done}/${target} jobs completed after ${timeoutMs} ms`)), timeoutMs)
+  events.on("job:complete", ({ error }) => {
+    if (error !== undefined && error !== null) failed ??= error
+    done++
+    if (failed !== undefined) reject(failed)
+    else if (done === target) {
+      clearTimeout(timer)
+      resolve(performance.now())
+    }
+  })
+  return { promise, count: () => done, cancel: () => clearTimeout(timer) }
+}
+
+const drain = async (
+  url: string,
+  n: number,
+  concurrency: number,
+  taskList: TaskList,
+  timeoutMs: number,
+  hooks?: DrainHooks
+): Promise<number> => {
+  const events: WorkerEvents = new EventEmitter() as WorkerEvents
+  const done = completions(events, n, timeoutMs)
+  hooks?.drainStarting()
+  const t0 = performance.now()
+  let runner: Runner | undefined
+  try {
+    runner = await run({ connectionString: url, concurrency, taskList, noHandleSignals: true, logger, events })
+    const t1 = await done.promise
+    return t1 - t0
+  } finally {
+    done.cancel()
+    if (runner !== undefined) await runner.stop()
+  }
+}
+
+const DRAIN_TIMEOUT_MS = 10 * 60_000
+
+const throughputWith = (queue: (n: number) => string | null) =>
+async (url: string, n: number, concurrency: number, hooks: DrainHooks): Promise<DrainResult> => {
+  await runMigrations({ connectionString: url, logger })
+  await addJobsInBulk(url, "noop", n, queue(n))
+  const ms = await drain(url, n, concurrency, { noop: async () => {} }, DRAIN_TIMEOUT_MS, hooks)
+  const left = await remainingJobs(url)
+  if (left !== 0) throw new Error(`graphile-worker: ${left} jobs left after the drain`)
+  return { jobs: n, ms }
+}
+
+export const throughput = throughputWith(() => null)
+
+/** One serial queue per job: `'q' || g`. */
+export const exclusiveThroughput = throughputWith(() => "'q' || g::text")
+
+export const hotKey = async (url: string, n: number, sleepMs: number, workers: number): Promise<HotKeyResult> => {
+  await runMigrations({ connectionString: url, logger })
+  await addJobsInBulk(url, "sleep", n, "'hot'::text")
+  const ms = await drain(url, n, workers, { sleep: async () => void (await sleep(sleepMs)) }, DRAIN_TIMEOUT_MS)
+  const left = await remainingJobs(url)
+  if (left !== 0) throw new Error(`graphile-worker: ${left} jobs left after the hot-key drain`)
+  return { jobs: n, sleepMs, ms }
+}
+
+const WARMUP = 10
+const IDLE_GAP_MS = 20
+const SAMPLE_TIMEOUT_MS = 10_000
+
+export const latency = async (url: string, samples: number): Promise<LatencyResult> => {
+  await runMigrations({ connectionString: url, logger })
+  const events: WorkerEvents = new EventEmitter() as WorkerEvents
+  let startedAt = Number.NaN
+  let onComplete: () => void = () => {}
+  events.on("job:complete", () => onComplete())
+  const runner = await run({
+    connectionString: url,
+    concurrency: 10,
+    noHandleSignals: true,
+    logger,
+    events,
+    taskList: {
+      probe: async () => {
+        startedAt = performance.now()
+      }
+    }
+  })
+  const utils = await makeWorkerUtils({ connectionString: url, logger })
+  const out: Array<number> = []
+  try {
+    await sleep(200) // the runner's LISTEN is in place and it has found the queue empty
+    for (let i = 0; i < WARMUP + samples; i++) {
+      startedAt = Number.NaN
+      const completed = new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`graphile-worker: probe ${i} not done in ${SAMPLE_TIMEOUT_MS} ms`)), SAMPLE_TIMEOUT_MS)
+        onComplete = () => {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+      const t0 = performance.now()
+      await utils.addJob("probe", {})
+      await completed
+      if (i >= WARMUP) out.push(startedAt - t0)
+      await sleep(IDLE_GAP_MS)
+    }
+  } finally {
+    await utils.release()
+    await runner.stop()
+  }
+  return { samplesMs: out }
+}
+
+export const graphileWorker: JobSystemDriver = { throughput, exclusiveThroughput, hotKey, latency }

@@ -1,0 +1,53 @@
+/**
+ * The shape every job system's benchmark driver has (leasehold's and the peers'). The
+ * orchestrator (`bench/run.ts`) calls one function per child process, on a database created
+ * for that call alone, and drops the database afterwards; a driver only has to leave no
+ * process handles behind (stop its workers, close its pools).
+ *
+ * `url` is `postgres://…/lh_bench_…`, `mysql://…/lh_bench_…` or an SQLite file path (see
+ * `bench/lib/sql.ts`, `sqlLayer(url)`); the database is empty.
+ */
+
+/** Passed to throughput drivers: call `drainStarting` after enqueueing, right before the workers start. */
+export interface DrainHooks {
+  /** Marks the start of the timed phase; resets the peak-RSS high-water mark. */
+  readonly drainStarting: () => void
+}
+
+/** A drain of pre-enqueued jobs: how many, and the milliseconds from worker start to the last one completed. */
+export interface DrainResult {
+  readonly jobs: number
+  readonly ms: number
+}
+
+/** One hot key: `jobs` jobs of `sleepMs` each on one key/queue, drained in `ms`. */
+export interface HotKeyResult {
+  readonly jobs: number
+  readonly sleepMs: number
+  readonly ms: number
+}
+
+/** Enqueue-to-start latencies, one per job, in milliseconds (warm-up jobs excluded). */
+export interface LatencyResult {
+  readonly samplesMs: ReadonlyArray<number>
+}
+
+/** Statements sent to the database for `jobs` completed jobs (enqueue excluded). */
+export interface RoundTripsResult {
+  readonly jobs: number
+  readonly statements: number
+}
+
+/** A job system under benchmark. A driver implements the scenarios it has. */
+export interface JobSystemDriver {
+  /** 1 and 7. `n` no-op jobs enqueued up front, then drained with `concurrency`. */
+  readonly throughput?: (url: string, n: number, concurrency: number, hooks: DrainHooks) => Promise<DrainResult>
+  /** 2. The same, each job exclusive on a concurrency key of its own. */
+  readonly exclusiveThroughput?: (url: string, n: number, concurrency: number, hooks: DrainHooks) => Promise<DrainResult>
+  /** 3. `n` jobs on one key, each sleeping `sleepMs`, with `workers` workers (or concurrency). */
+  readonly hotKey?: (url: string, n: number, sleepMs: number, workers: number) => Promise<HotKeyResult>
+  /** 4. Single jobs enqueued one at a time on an idle worker: `samples` enqueue-to-start latencies. */
+  readonly latency?: (url: string, samples: number) => Promise<LatencyResult>
+  /** 6. Statements per completed job, plain or exclusive, counted through a wrapped SqlClient. */
+  readonly roundTrips?: (url: string, n: number, exclusive: boolean) => Promise<RoundTripsResult>
+}

@@ -1,0 +1,166 @@
+/**
+ * Databases of the chaos run: which ones, how to connect (PostgreSQL, MariaDB/MySQL, an SQLite
+ * file shared by several processes), how to drop a run's tables, and how to restart a server.
+ * Loopback only.
+ */
+import { SqlClient } from "@effect/sql"
+import { MysqlClient } from "@effect/sql-mysql2"
+import { PgClient } from "@effect/sql-pg"
+import { SqliteClient } from "@effect/sql-sqlite-node"
+import { Duration, Effect, Layer, Redacted } from "effect"
+import { execFile } from "node:child_process"
+import { readdirSync } from "node:fs"
+
+/** The databases a chaos run can use. */
+export type DbKind = "pg" | "mysql" | "sqlite"
+
+/** Every database kind, in the order runs report them. */
+export const DB_KINDS: ReadonlyArray<DbKind> = ["pg", "mysql", "sqlite"]
+
+/** The PostgreSQL URL (LEASEHOLD_PG_URL, else the local test database). */
+export const PG_URL = process.env.LEASEHOLD_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+/** The MariaDB/MySQL URL (LEASEHOLD_MYSQL_URL, else the local test database). */
+export const MYSQL_URL = process.env.LEASEHOLD_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/test"
+
+/** The connection URL (or SQLite file path) for a kind; SQLite needs its file. */
+export const urlFor = (kind: DbKind, sqliteFile: string): string =>
+  kind === "pg" ? PG_URL : kind === "mysql" ? MYSQL_URL : sqliteFile
+
+/** The kind of a URL as the worker entry receives it. */
+export const kindOfUrl = (url: string): DbKind =>
+  /^postgres(ql)?:\/\//.test(url) ? "pg" : /^(mysql|mariadb):\/\//.test(url) ? "mysql" : "sqlite"
+
+/**
+ * A SqlClient layer for a URL. PostgreSQL's layer also provides `PgClient`, so a worker on it
+ * wakes on LISTEN/NOTIFY. Pools are small: several processes share one server.
+ */
+export const sqlLayer = (url: string, maxConnections = 6): Layer.Layer<SqlClient.SqlClient, unknown> => {
+  switch (kindOfUrl(url)) {
+    case "pg":
+      return PgClient.layer({
+        url: Redacted.make(url),
+        maxConnections,
+        connectTimeout: "10 seconds",
+        applicationName: "leasehold-chaos"
+      })
+    case "mysql":
+      return MysqlClient.layer({ url: Redacted.make(url.replace(/^mariadb:/, "mysql:")), maxConnections })
+    case "sqlite":
+      return SqliteClient.layer({ filename: url.replace(/^sqlite:(\/\/)?/, "").replace(/^file:/, "") })
+  }
+}
+
+/** Quotes a table name of this run (already restricted to [a-z0-9_]). */
+export const quoteIdent = (sql: SqlClient.SqlClient, name: string): string => {
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`unexpected table name ${name}`)
+  return sql.onDialectOrElse({ mysql: () => `\`${name}\``, orElse: () => `"${name}"` })
+}
+
+/** Drops every table whose name starts with `prefix`, found through the catalog. */
+export const dropPrefixed = (prefix: string): Effect.Effect<ReadonlyArray<string>, unknown, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const like = `${prefix.replace(/_/g, "\\_")}%`
+    const rows = yield* sql.onDialectOrElse({
+      pg: () =>
+        sql<{ n: string }>`SELECT table_name AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name LIKE ${like}`,
+      mysql: () =>
+        sql<{ n: string }>`SELECT table_name AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE ${like}`,
+      orElse: () => sql<{ n: string }>`SELECT name AS n FROM sqlite_master WHERE type = 'table' AND name LIKE ${like} ESCAPE '\\'`
+    })
+    const names = rows.map((r) => String(r.n)).filter((n) => n.startsWith(prefix))
+    for (const n of names) yield* sql.unsafe(`DROP TABLE IF EXISTS ${quoteIdent(sql, n)}`)
+    return names
+  })
+
+/** Runs a command (no shell), bounded by `timeoutMs`; resolves with its exit code and output. */
+export const runCommand = (
+  file: string,
+  args: ReadonlyArray<string>,
+  timeoutMs: number
+): Promise<{ readonly code: number; readonly output: string }> =>
+  new Promise((resolve) => {
+    execFile(file, [...args], { timeout: timeoutMs, killSignal: "SIGKILL" }, (error, stdout, stderr) => {
+      const code = error === null ? 0 : typeof (error as { code?: unknown }).code === "number" ? (error as { code: number }).code : 1
+      resolve({ code, output: `${stdout}${stderr}`.trim() })
+    })
+  })
+
+const command = (file: string, args: ReadonlyArray<string>, timeoutMs: number) =>
+  Effect.promise(() => runCommand(file, args, timeoutMs))
+
+/**
+ * Polls `check` every 250 ms until it holds or `limitMs` of wall-clock time pass. (Deadlines here
+ * are wall-clock on purpose: the controller may run under the warped chaos clock.)
+ */
+export const waitUntil = (check: Effect.Effect<boolean>, limitMs: number): Effect.Effect<boolean> =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + limitMs
+    for (;;) {
+      if (yield* check) return true
+      if (Date.now() >= deadline) return false
+      yield* Effect.sleep(Duration.millis(250))
+    }
+  })
+
+/**
+ * Runs `effect` until it succeeds, retrying every `everyMs` (wall clock) for at most `limitMs`;
+ * then fails with the last error. For writes that must outlive a database restart.
+ */
+export const retryFor = <A, E, R>(effect: Effect.Effect<A, E, R>, limitMs: number, everyMs = 250): Effect.Effect<A, E, R> =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + limitMs
+    for (;;) {
+      const result = yield* Effect.either(effect)
+      if (result._tag === "Right") return result.right
+      if (Date.now() >= deadline) return yield* Effect.fail(result.left)
+      yield* Effect.sleep(Duration.millis(everyMs))
+    }
+  })
+
+/** What one server restart did, for the summary. */
+export interface RestartReport {
+  readonly kind: DbKind
+  readonly ok: boolean
+  /** Wall-clock ms from the stop command until the server answered again. */
+  readonly downMs: number
+  readonly detail: string
+}
+
+/**
+ * Restarts the database server of `kind` and waits (up to 90 s) until it answers again.
+ * PostgreSQL: `pg_ctlcluster --skip-systemctl-redirect <version> main restart`. MariaDB:
+ * `mariadb-admin -uroot shutdown`, wait for mariadbd to exit, then `start-stop-daemon --start
+ * --oknodo --background --exec /usr/sbin/mariadbd`. SQLite has no server: nothing happens.
+ * The restarted server is a system daemon and is left running.
+ */
+export const restartServer = (kind: DbKind): Effect.Effect<RestartReport> =>
+  Effect.gen(function*() {
+    const started = Date.now()
+    if (kind === "sqlite") return { kind, ok: true, downMs: 0, detail: "no server" }
+    if (kind === "pg") {
+      const versions = readdirSync("/etc/postgresql").filter((v) => /^\d+$/.test(v))
+      const version = versions[0]
+      if (version === undefined) return { kind, ok: false, downMs: 0, detail: "no cluster under /etc/postgresql" }
+      const r = yield* command("pg_ctlcluster", ["--skip-systemctl-redirect", version, "main", "restart"], 60_000)
+      const up = yield* waitUntil(
+        Effect.map(command("pg_isready", ["-h", "127.0.0.1", "-p", "5432", "-q"], 5_000), (x) => x.code === 0),
+        90_000
+      )
+      return { kind, ok: r.code === 0 && up, downMs: Date.now() - started, detail: `pg_ctlcluster exit ${r.code}${r.output ? `: ${r.output.slice(0, 200)}` : ""}` }
+    }
+    const down = yield* command("mariadb-admin", ["-uroot", "shutdown"], 60_000)
+    // start-stop-daemon --oknodo does nothing while the old process still runs: wait for it to go.
+    const gone = yield* waitUntil(Effect.map(command("pgrep", ["-x", "mariadbd"], 5_000), (x) => x.code !== 0), 60_000)
+    const start = yield* command("start-stop-daemon", ["--start", "--oknodo", "--background", "--exec", "/usr/sbin/mariadbd"], 30_000)
+    const up = yield* waitUntil(
+      Effect.map(command("mariadb-admin", ["-h", "127.0.0.1", "-P", "3306", "-uroot", "ping"], 5_000), (x) => x.code === 0),
+      90_000
+    )
+    return {
+      kind,
+      ok: down.code === 0 && gone && start.code === 0 && up,
+      downMs: Date.now() - started,
+      detail: `shutdown exit ${down.code}, old process gone ${gone}, start exit ${start.code}, answering ${up}`
+    }
+  })

@@ -93,6 +93,14 @@ export const resolveExpiry = (expiry: LeaseExpiry, now: number): Effect.Effect<n
     : Effect.fail(new LeaseInputError({ field: "expiresAt", reason: `not a whole epoch-ms value: ${at}` }))
 }
 
+/** Validates an acquire and builds the row it would write, with `now` from the caller or the Clock. */
+export const acquireRow = (input: AcquireInput): Effect.Effect<LeaseRow, LeaseInputError> =>
+  Effect.gen(function*() {
+    yield* validateLease(input)
+    const now = yield* nowOr(input.now)
+    return { name: input.name, owner: input.owner, host: input.host ?? null, acquiredAt: now, expiresAt: yield* resolveExpiry(input, now) }
+  })
+
 /** `now` from the caller, or from Effect's Clock. */
 export const nowOr = (now: number | undefined): Effect.Effect<number> =>
   now === undefined ? Clock.currentTimeMillis : Effect.succeed(now)
@@ -142,15 +150,7 @@ export const make = (options: { readonly table: string }): Effect.Effect<LeaseLo
 
     const tryAcquire = (input: AcquireInput) =>
       Effect.gen(function*() {
-        yield* validateLease(input)
-        const now = yield* nowOr(input.now)
-        const row: LeaseRow = {
-          name: input.name,
-          owner: input.owner,
-          host: input.host ?? null,
-          acquiredAt: now,
-          expiresAt: yield* resolveExpiry(input, now)
-        }
+        const row = yield* acquireRow(input)
         // Read first: the INSERT is only tried when no row exists, so even MySQL's plain
         // INSERT rarely meets a duplicate, and a held lease costs one read.
         const current = yield* ownerOf(row.name)

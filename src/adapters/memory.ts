@@ -11,7 +11,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import { Context, Effect, FiberRef, Layer, Option, Ref } from "effect"
 import { LeaseTableInTransactionError } from "../core/errors.ts"
 import { isExpired, type LeaseRow, mayAcquire } from "../core/lease.ts"
-import { type AcquireInput, LeaseLock, type LeaseLockApi, nowOr, resolveExpiry, validateLease } from "./LeaseLock.ts"
+import { type AcquireInput, acquireRow, LeaseLock, type LeaseLockApi, nowOr, resolveExpiry, validateLease } from "./LeaseLock.ts"
 import { isStale } from "../core/jobs.ts"
 import { type ClaimInput, type ClaimResult, type HostRow, type JobCount, type JobRow, JobLeases, JobStore, type JobStoreApi } from "./JobStore.ts"
 import { checkIdentifier, REAPED_DEAD, REAPED_RETRY } from "./sql.ts"
@@ -90,15 +90,8 @@ export const makeMemoryLeaseLock = (db: MemoryDatabaseApi, options: { readonly t
 
   const tryAcquire = (input: AcquireInput) =>
     Effect.gen(function*() {
-      yield* validateLease(input)
-      const now = yield* nowOr(input.now)
-      const row: LeaseRow = {
-        name: input.name,
-        owner: input.owner,
-        host: input.host ?? null,
-        acquiredAt: now,
-        expiresAt: yield* resolveExpiry(input, now)
-      }
+      const row = yield* acquireRow(input)
+      const now = row.acquiredAt
       return yield* modify((rows) => {
         const current = rows.get(row.name)
         if (!mayAcquire(current, row.owner, now)) return [false]

@@ -3,7 +3,8 @@
  * resume, tick, and the worker layer's loop and graceful shutdown.
  */
 import { expect, layer } from "@effect/vitest"
-import { Context, Deferred, Effect, Exit, Fiber, Layer, Option, Ref, Scope, TestClock } from "effect"
+import { Context, Deferred, Effect, Exit, Fiber, Layer, Metric, Option, Ref, Scope, TestClock } from "effect"
+import * as Metrics from "../../src/runtime/metrics.ts"
 import { JobLeases, JobStore } from "../../src/adapters/JobStore.ts"
 import { define, enqueue } from "../../src/runtime/Job.ts"
 import * as Worker from "../../src/runtime/Worker.ts"
@@ -112,6 +113,7 @@ export const workerConformance = (adapter: AdapterName) =>
       (
       withJobs([Ok], withLog(Effect.gen(function*() {
         for (let n = 0; n < 30; n++) yield* enqueue(Ok, { n })
+        const completedBefore = (yield* Metric.value(Metrics.completed)).count
         const scope = yield* Scope.make()
         const context = yield* Layer.buildWithScope(Worker.layer({ host: "lw", concurrency: 3, pollInterval: "20 millis" }), scope)
         const api = Context.get(context, Worker.WorkerHandle)
@@ -121,6 +123,8 @@ export const workerConformance = (adapter: AdapterName) =>
         const log = yield* Effect.flatMap(RunLog, Ref.get)
         expect(new Set(log.map((r) => r.n)).size).toBe(30)
         expect((yield* api.stats).running).toBe(0)
+        // the metrics saw them too (counters are process-wide, so at least these 30)
+        expect((yield* Metric.value(Metrics.completed)).count - completedBefore).toBeGreaterThanOrEqual(30)
       })))))
 
     it.effect("graceful shutdown: a running attempt finishes within the grace period and nothing is lost", () =>

@@ -20,6 +20,7 @@
  *   }).pipe(Effect.provide(TestLeasehold.layer({ jobs: [SendReceipt] }))))
  * ```
  */
+import type { WorkerConfigError } from "./core/errors.ts"
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { SqliteClient } from "@effect/sql-sqlite-node"
@@ -108,7 +109,7 @@ export interface DrainOptions extends ProcessOptions {
  * `Capped` or `Draining` outcome ends the drain and is included. Time does not move: a retry or
  * a deferral is due later, so the drain ends; `advance` runs it.
  */
-export const drain = (options: DrainOptions = {}): Effect.Effect<ReadonlyArray<ProcessResult>, SqlError, TestServices> =>
+export const drain = (options: DrainOptions = {}): Effect.Effect<ReadonlyArray<ProcessResult>, SqlError | WorkerConfigError, TestServices> =>
   Effect.gen(function*() {
     const maxTurns = options.maxTurns ?? 1000
     const next: ProcessOptions = { ...options, host: options.host ?? TEST_HOST }
@@ -129,7 +130,7 @@ export const drain = (options: DrainOptions = {}): Effect.Effect<ReadonlyArray<P
 export const advance = (
   duration: Duration.DurationInput,
   options: DrainOptions = {}
-): Effect.Effect<ReadonlyArray<ProcessResult>, SqlError, TestServices> =>
+): Effect.Effect<ReadonlyArray<ProcessResult>, SqlError | WorkerConfigError, TestServices> =>
   Effect.zipRight(TestClock.adjust(duration), drain(options))
 
 /** Which rows `jobs` returns; every field is optional. */

@@ -172,3 +172,13 @@ export class MigrationInTransactionError extends Data.TaggedError("MigrationInTr
     return `leasehold migrations (${this.table}) cannot run inside a transaction: run them outside it`
   }
 }
+
+/** A worker or processNext option that cannot work (a NaN timeout cap, concurrency 0, …). */
+export class WorkerConfigError extends Data.TaggedError("WorkerConfigError")<{
+  readonly field: string
+  readonly reason: string
+}> {
+  override get message() {
+    return `invalid worker option ${this.field}: ${this.reason}`
+  }
+}

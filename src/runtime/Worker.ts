@@ -35,13 +35,14 @@ import { randomUUID } from "node:crypto"
 import {
   Fenced,
   JobTimeoutError,
+  WorkerConfigError,
   type LeaseTableInTransactionError,
   LeaseLostError,
   PayloadError,
   UnknownJobTypeError
 } from "../core/errors.ts"
 import { type BackoffOptions, MAX_TIMEOUT_SECONDS, countsTowardLimit, cutError, decideFailure, decideReap, DEFAULT_BACKOFF, emptyTally, type QueueTally } from "../core/jobs.ts"
-import { busyDelaySeconds, DEFAULT_CLAIM_TIMEOUT_SECONDS, isExpired, leaseExpiresAt, leaseNameFor } from "../core/lease.ts"
+import { busyDelaySeconds, DEFAULT_CLAIM_TIMEOUT_SECONDS, isExpired, leaseExpiresAt, leaseInputProblem, leaseNameFor } from "../core/lease.ts"
 import { JobLeases, type JobRow, JobStore } from "../adapters/JobStore.ts"
 import type { LeaseLockApi } from "../adapters/LeaseLock.ts"
 import { defaultHost, type HeldLease, JobContext, type JobContextApi, Jobs, type RegisteredJob } from "./Job.ts"
@@ -71,19 +72,42 @@ interface Resolved {
 }
 
 let cachedHost: string | undefined
-const resolve = (o: ProcessOptions): Resolved => {
-  const cap = o.timeoutCap === undefined
-    ? undefined
-    : Math.min(MAX_TIMEOUT_SECONDS, Math.max(1, Math.ceil(Duration.toMillis(Duration.decode(o.timeoutCap)) / 1000)))
-  return {
-    queues: o.queues,
-    host: o.host ?? (cachedHost ??= defaultHost()),
-    timeoutCap: cap !== undefined && Number.isFinite(cap) ? cap : undefined,
-    hostCap: o.hostCap,
-    reapLimit: o.reapLimit ?? 25,
-    defaultTimeout: cap !== undefined && Number.isFinite(cap) ? cap : DEFAULT_CLAIM_TIMEOUT_SECONDS
+const seconds = (field: string, d: Duration.DurationInput | undefined) => {
+  if (d === undefined) return Effect.succeed(undefined)
+  if (typeof d === "number" && !(d > 0)) {
+    return Effect.fail(new WorkerConfigError({ field, reason: `must be a positive duration, got ${d}` }))
   }
+  const decoded = Duration.decodeUnknown(d)
+  if (Option.isNone(decoded) || !Duration.isFinite(decoded.value) || Duration.toMillis(decoded.value) <= 0) {
+    return Effect.fail(new WorkerConfigError({ field, reason: `must be a positive, finite duration, got ${String(d)}` }))
+  }
+  return Effect.succeed(Math.min(MAX_TIMEOUT_SECONDS, Math.max(1, Math.ceil(Duration.toMillis(decoded.value) / 1000))))
 }
+
+/** Checks the options once; bad values fail with a typed `WorkerConfigError`. */
+const resolve = (o: ProcessOptions): Effect.Effect<Resolved, WorkerConfigError> =>
+  Effect.gen(function*() {
+    const cap = yield* seconds("timeoutCap", o.timeoutCap)
+    if (o.hostCap !== undefined && !(Number.isSafeInteger(o.hostCap) && o.hostCap >= 0)) {
+      return yield* new WorkerConfigError({ field: "hostCap", reason: `must be a whole number ≥ 0, got ${o.hostCap}` })
+    }
+    if (o.reapLimit !== undefined && !(Number.isSafeInteger(o.reapLimit) && o.reapLimit >= 1)) {
+      return yield* new WorkerConfigError({ field: "reapLimit", reason: `must be a whole number ≥ 1, got ${o.reapLimit}` })
+    }
+    const host = o.host ?? (cachedHost ??= defaultHost())
+    const problem = leaseInputProblem("host", host)
+    if (host.length === 0 || problem !== undefined) {
+      return yield* new WorkerConfigError({ field: "host", reason: problem ?? "is empty" })
+    }
+    return {
+      queues: o.queues,
+      host,
+      timeoutCap: cap,
+      hostCap: o.hostCap,
+      reapLimit: o.reapLimit ?? 25,
+      defaultTimeout: cap ?? DEFAULT_CLAIM_TIMEOUT_SECONDS
+    }
+  })
 
 /** The job an outcome is about. */
 export interface JobRef {
@@ -151,9 +175,9 @@ const ensureLockTable = (leases: LeaseLockApi): Effect.Effect<void, SqlError | L
  * Reaps stale processing rows: an idempotent type's go back to pending (or dead when retries are
  * used up); a non-idempotent type's are marked interrupted. Returns how many this call reaped.
  */
-export const reap = (options: ProcessOptions = {}): Effect.Effect<number, SqlError, JobStore | Jobs> =>
+export const reap = (options: ProcessOptions = {}): Effect.Effect<number, SqlError | WorkerConfigError, JobStore | Jobs> =>
   Effect.gen(function*() {
-    const o = resolve(options)
+    const o = yield* resolve(options)
     const store = yield* JobStore
     const jobs = yield* Jobs
     const now = yield* Clock.currentTimeMillis
@@ -389,9 +413,9 @@ const withLeaseLost = (r: ProcessResult): ProcessResult =>
   r._tag === "Completed" || r._tag === "Failed" || r._tag === "Fenced" ? { ...r, leaseLost: true } : r
 
 /** Claims one due job and runs it (no reap, no drain check). */
-export const claimAndRun = (options: ProcessOptions = {}): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
+export const claimAndRun = (options: ProcessOptions = {}): Effect.Effect<ProcessResult, SqlError | WorkerConfigError, WorkerServices> =>
   Effect.gen(function*() {
-    const o = resolve(options)
+    const o = yield* resolve(options)
     const store = yield* JobStore
     const now = yield* Clock.currentTimeMillis
     const claimed = yield* store.claim({
@@ -416,9 +440,9 @@ export const claimAndRun = (options: ProcessOptions = {}): Effect.Effect<Process
  * One turn of the worker: reap, then (unless this host is draining) claim and run one job.
  * Never fails for a job's sake: bad payloads, unknown types and perform errors become outcomes.
  */
-export const processNext = (options: ProcessOptions = {}): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
+export const processNext = (options: ProcessOptions = {}): Effect.Effect<ProcessResult, SqlError | WorkerConfigError, WorkerServices> =>
   Effect.gen(function*() {
-    const o = resolve(options)
+    const o = yield* resolve(options)
     const store = yield* JobStore
     const now = yield* Clock.currentTimeMillis
     const draining = yield* drainState(store, o.host, now)
@@ -458,7 +482,7 @@ export interface ProcessQueueOptions extends Omit<ProcessOptions, "queues"> {
  * the host is capped or draining. Deferred jobs count as skipped, not toward the limit; the loop
  * still ends because a deferred job's run_at moves into the future.
  */
-export const processQueue = (options: ProcessQueueOptions = {}): Effect.Effect<QueueTally, SqlError, WorkerServices> =>
+export const processQueue = (options: ProcessQueueOptions = {}): Effect.Effect<QueueTally, SqlError | WorkerConfigError, WorkerServices> =>
   Effect.gen(function*() {
     const limit = options.limit ?? 10
     const next: ProcessOptions = { ...options, queues: options.queue === undefined ? undefined : [options.queue] }
@@ -482,17 +506,20 @@ export const processQueue = (options: ProcessQueueOptions = {}): Effect.Effect<Q
 /** Marks `host` draining: it still reaps but starts nothing; `expiresIn` ≤ 0 or none: no expiry. */
 export const drain = (
   options: { readonly host?: string | undefined; readonly expiresIn?: Duration.DurationInput | undefined } = {}
-): Effect.Effect<void, SqlError, JobStore> =>
+): Effect.Effect<void, SqlError | WorkerConfigError, JobStore> =>
   Effect.gen(function*() {
     const store = yield* JobStore
     const now = yield* Clock.currentTimeMillis
     const ms = options.expiresIn === undefined ? 0 : Duration.toMillis(Duration.decode(options.expiresIn))
-    yield* store.drain(resolve(options).host, now, ms > 0 && Number.isFinite(ms) ? now + ms : null)
+    yield* store.drain((yield* resolve(options)).host, now, ms > 0 && Number.isFinite(ms) ? now + ms : null)
   })
 
 /** Lifts a drain on `host`. */
-export const resume = (options: { readonly host?: string | undefined } = {}): Effect.Effect<void, SqlError, JobStore> =>
-  Effect.flatMap(JobStore, (store) => Effect.flatMap(Clock.currentTimeMillis, (now) => store.resume(resolve(options).host, now)))
+export const resume = (options: { readonly host?: string | undefined } = {}): Effect.Effect<void, SqlError | WorkerConfigError, JobStore> =>
+  Effect.gen(function*() {
+    const { host } = yield* resolve(options)
+    yield* (yield* JobStore).resume(host, yield* Clock.currentTimeMillis)
+  })
 
 /** What tick did. A deferral is never counted as a failure. */
 export interface TickResult {
@@ -513,9 +540,9 @@ export interface TickResult {
  */
 export const tick = (
   options: ProcessOptions & { readonly maxJobs?: number | undefined; readonly codeVersion?: string | undefined } = {}
-): Effect.Effect<TickResult, SqlError, WorkerServices> =>
+): Effect.Effect<TickResult, SqlError | WorkerConfigError, WorkerServices> =>
   Effect.gen(function*() {
-    const o = resolve(options)
+    const o = yield* resolve(options)
     const store = yield* JobStore
     const touch = Effect.flatMap(Clock.currentTimeMillis, (now) =>
       store.touchHost(o.host, now, { maxConcurrent: o.hostCap ?? 0, codeVersion: options.codeVersion ?? null }))
@@ -595,14 +622,22 @@ export class WorkerHandle extends Context.Tag("leasehold/Worker")<WorkerHandle, 
  * stops claiming, lets running attempts finish within `gracePeriod`, then interrupts them; an
  * interrupted attempt is reaped and retried later under the normal rules, and its lease expires.
  */
-export const make = (config: WorkerConfig = {}): Effect.Effect<WorkerApi, never, WorkerServices | Scope.Scope> =>
+export const make = (config: WorkerConfig = {}): Effect.Effect<WorkerApi, WorkerConfigError, WorkerServices | Scope.Scope> =>
   Effect.gen(function*() {
-    const o = resolve(config)
+    const o = yield* resolve(config)
     const store = yield* JobStore
-    const concurrency = Math.max(1, config.concurrency ?? 4)
-    const poll = Duration.decode(config.pollInterval ?? "1 second")
-    const reapEvery = Duration.decode(config.reapInterval ?? "15 seconds")
-    const grace = Duration.decode(config.gracePeriod ?? "30 seconds")
+    const concurrency = config.concurrency ?? 4
+    if (!Number.isSafeInteger(concurrency) || concurrency < 1) {
+      return yield* new WorkerConfigError({ field: "concurrency", reason: `must be a whole number ≥ 1, got ${concurrency}` })
+    }
+    const duration = (field: string, d: Duration.DurationInput) =>
+      Option.match(Option.filter(Duration.decodeUnknown(d), (x) => Duration.isFinite(x) && Duration.toMillis(x) > 0 && !(typeof d === "number" && !(d > 0))), {
+        onNone: () => Effect.fail(new WorkerConfigError({ field, reason: `must be a positive, finite duration, got ${String(d)}` })),
+        onSome: Effect.succeed
+      })
+    const poll = yield* duration("pollInterval", config.pollInterval ?? "1 second")
+    const reapEvery = yield* duration("reapInterval", config.reapInterval ?? "15 seconds")
+    const grace = yield* duration("gracePeriod", config.gracePeriod ?? "30 seconds")
     const options: ProcessOptions = { ...config, host: o.host }
 
     const stats = yield* Ref.make<WorkerStats>({ ...emptyTally, host: o.host, running: 0, reaped: 0, notified: 0 })
@@ -730,7 +765,7 @@ export const make = (config: WorkerConfig = {}): Effect.Effect<WorkerApi, never,
   })
 
 /** The long-running worker as a scoped layer; see `make`. */
-export const layer = (config: WorkerConfig = {}): Layer.Layer<WorkerHandle, never, WorkerServices> =>
+export const layer = (config: WorkerConfig = {}): Layer.Layer<WorkerHandle, WorkerConfigError, WorkerServices> =>
   Layer.scoped(WorkerHandle, make(config))
 
 const listenConfig = (c: PgClient.PgClientConfig) => ({

@@ -109,6 +109,27 @@ export const workerConformance = (adapter: AdapterName) =>
       })))
     })
 
+    it.effect("bad worker options fail with a typed WorkerConfigError and change nothing", () =>
+      withJobs([Ok], withLog(Effect.gen(function*() {
+        const { id } = yield* enqueue(Ok, { n: 1 })
+        const bad: ReadonlyArray<Effect.Effect<unknown, { readonly _tag: string }, Worker.WorkerServices | RunLog>> = [
+          Worker.processNext({ timeoutCap: Number.NaN }),
+          Worker.processNext({ timeoutCap: -5 }),
+          Worker.processNext({ hostCap: -1 }),
+          Worker.processNext({ hostCap: 1.5 }),
+          Worker.processNext({ host: "h".repeat(256) }),
+          Worker.processQueue({ reapLimit: 0 }),
+          Effect.scoped(Worker.make({ concurrency: 0 })),
+          Effect.scoped(Worker.make({ pollInterval: Number.POSITIVE_INFINITY })),
+          Effect.scoped(Worker.make({ gracePeriod: -1 }))
+        ]
+        for (const effect of bad) {
+          const error = yield* Effect.flip(effect)
+          expect(error._tag).toBe("WorkerConfigError")
+        }
+        expect((yield* row(id)).status).toBe("pending")
+      }))))
+
     it.effect("the worker layer drains the queue with several fibers and stops cleanly when its scope closes", () =>
       (
       withJobs([Ok], withLog(Effect.gen(function*() {

@@ -24,8 +24,15 @@ export interface TableNames {
 /** The default table prefix. */
 export const DEFAULT_PREFIX = "leasehold_"
 
-/** The table names for `prefix` (lowercase letters, digits and `_`). */
-export const tableNames = (prefix: string = DEFAULT_PREFIX): TableNames => ({
+/** Longest table prefix: index names (`<prefix>jobs_<suffix>`) must stay within 63 characters. */
+export const MAX_PREFIX_LENGTH = 40
+
+/** The table names for `prefix` (lowercase letters, digits and `_`, at most 40 characters). */
+export const tableNames = (prefix: string = DEFAULT_PREFIX): TableNames => {
+  if (prefix.length > MAX_PREFIX_LENGTH) {
+    throw new TypeError(`table prefix ${JSON.stringify(prefix)} is ${prefix.length} characters; at most ${MAX_PREFIX_LENGTH}`)
+  }
+  return {
   prefix,
   jobs: checkIdentifier(`${prefix}jobs`),
   hosts: checkIdentifier(`${prefix}hosts`),
@@ -33,4 +40,5 @@ export const tableNames = (prefix: string = DEFAULT_PREFIX): TableNames => ({
   migrationLocks: checkIdentifier(`${prefix}migration_locks`),
   migrations: checkIdentifier(`${prefix}migrations`),
   channel: `${prefix}jobs`.slice(0, 63)
-})
+  }
+}

@@ -213,12 +213,8 @@ const checkMigrations = (list: ReadonlyArray<Migration>): ReadonlyArray<Migratio
 }
 
 // The lock table's row name is a constant that always fits, so an input error here is a bug.
-const dieOnInput = <A, E>(effect: Effect.Effect<A, E | LeaseInputError>): Effect.Effect<A, Exclude<E, LeaseInputError>> =>
-  Effect.catchIf(
-    effect,
-    (e): e is LeaseInputError => (e as { _tag?: unknown })._tag === "LeaseInputError",
-    (e) => Effect.die(e)
-  ) as Effect.Effect<A, Exclude<E, LeaseInputError>>
+const dieOnInput = <A>(effect: Effect.Effect<A, SqlError | LeaseInputError>): Effect.Effect<A, SqlError> =>
+  Effect.catchTag(effect, "LeaseInputError", (e) => Effect.die(e))
 
 /** Builds a migrator over any backend; `make` and `makeMemory` are this with their backend. */
 export const makeWith = (backend: MigrationBackend, options: MigratorOptions = {}): MigratorApi => {

@@ -4,7 +4,7 @@
  * Timing runs under TestClock.
  */
 import { expect, layer } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Option, Ref, Schema, TestClock } from "effect"
+import { Deferred, Effect, Fiber, Option, Queue, Ref, Schema, TestClock } from "effect"
 import { JobStore } from "../../src/adapters/JobStore.ts"
 import { define, enqueue, heartbeat, JobContext } from "../../src/runtime/Job.ts"
 import { processNext, processQueue } from "../../src/runtime/Worker.ts"
@@ -291,11 +291,21 @@ export const jobConformance = (adapter: AdapterName) =>
     it.effect("a job that keeps heartbeating is never reaped, however old its claim", () =>
       Effect.gen(function*() {
         const gate = yield* Deferred.make<void>()
+        // perform says when it is about to sleep, so the test moves the clock only then
+        const sleeping = yield* Queue.unbounded<number>()
         const Beating = define({
           name: "beating",
           schema: Payload,
           timeout: "1 hour",
-          perform: () => Effect.zipRight(Effect.repeatN(Effect.zipRight(Effect.sleep("1 minute"), heartbeat), 29), Deferred.await(gate))
+          perform: () =>
+            Effect.gen(function*() {
+              for (let i = 0; i < 30; i++) {
+                yield* Queue.offer(sleeping, i)
+                yield* Effect.sleep("1 minute")
+                yield* heartbeat
+              }
+              yield* Deferred.await(gate)
+            })
         })
         const Silent = gated("silent", gate, { timeout: "1 hour" })
         yield* withJobs([Beating, Silent], Effect.gen(function*() {
@@ -306,10 +316,11 @@ export const jobConformance = (adapter: AdapterName) =>
           const b = yield* Effect.fork(processNext({ host: "a" }))
           yield* eventually(Effect.map(Effect.all([row(beating.id), row(silent.id)]), (rs) => rs.every((r) => r.status === "processing")))
           for (let i = 1; i <= 30; i++) {
+            yield* Queue.take(sleeping)
             yield* settle
             yield* TestClock.adjust("1 minute")
-            yield* eventually(Effect.map(row(beating.id), (r) => r.heartbeatAt === T0 + i * 60_000))
           }
+          yield* eventually(Effect.map(row(beating.id), (r) => r.heartbeatAt === T0 + 30 * 60_000))
           // Another host, its clock 1 h 45 min ahead, reaps: claims 2 h 15 min old by its clock,
           // past the 2 h grace. Only the silent one is stale; the heartbeating one is not.
           yield* skewed(105 * 60_000, processNext({ host: "b" }))

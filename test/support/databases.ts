@@ -10,7 +10,6 @@ import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Reactivity from "@effect/experimental/Reactivity"
 import { Context, Effect, Layer, Redacted, Ref } from "effect"
-import { tableNames } from "../../src/adapters/tables.ts"
 import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -45,8 +44,10 @@ export interface TestDatabaseApi {
   /** `n` LeaseLocks on one table whose calls go out on separate connections (or clients). */
   readonly leaseLocksApart: (table: string, n: number) => Effect.Effect<ReadonlyArray<LeaseLock.LeaseLockApi>>
   readonly withTransaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
-  /** Creates leasehold's tables under `prefix` on this adapter. */
+  /** Creates leasehold's tables under `prefix` on this adapter, with leasehold's migrator. */
   readonly migrate: (prefix: string) => Effect.Effect<void>
+  /** Drops one table (to test what happens without it). */
+  readonly dropTable: (table: string) => Effect.Effect<void>
   /** The JobStore and JobLeases for a table prefix on this adapter (tables not created). */
   readonly storeLayer: (prefix: string) => Layer.Layer<JobStore | JobLeases>
   /** A migrator on this adapter. */
@@ -55,23 +56,6 @@ export interface TestDatabaseApi {
   readonly migratorsApart: (options: ReadonlyArray<Migrator.MigratorOptions>) => Effect.Effect<ReadonlyArray<Migrator.MigratorApi>>
   /** Whether a table exists, asked of the database catalog (memory: of its table map). */
   readonly tableExists: (table: string) => Effect.Effect<boolean>
-}
-
-// TEMPORARY until the migrator lands: the tables, created directly.
-const TEMP_createTables = (prefix: string) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const t = tableNames(prefix)
-    const big = sql.onDialectOrElse({ sqlite: () => "INTEGER", orElse: () => "BIGINT" })
-    const text = sql.onDialectOrElse({ mysql: () => "LONGTEXT", orElse: () => "TEXT" })
-    const tail = sql.onDialectOrElse({ mysql: () => " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin", orElse: () => "" })
-    yield* sql.unsafe(`CREATE TABLE ${t.jobs} (id VARCHAR(36) PRIMARY KEY, name VARCHAR(255) NOT NULL, queue VARCHAR(255) NOT NULL DEFAULT 'default', payload ${text} NOT NULL, priority INT NOT NULL DEFAULT 0, status VARCHAR(16) NOT NULL, attempts INT NOT NULL DEFAULT 0, max_retries INT NOT NULL DEFAULT 3, claim_timeout INT NULL, claim_token VARCHAR(36) NULL, claimed_by VARCHAR(255) NULL, unique_key VARCHAR(255) NOT NULL UNIQUE, lease_name VARCHAR(100) NULL, heartbeat_at ${big} NULL, last_error TEXT NULL, run_at ${big} NOT NULL, completed_at ${big} NULL, failed_at ${big} NULL, created_at ${big} NOT NULL, updated_at ${big} NOT NULL)${tail}`)
-    yield* sql.unsafe(`CREATE INDEX ${t.jobs}_claim ON ${t.jobs} (status, priority DESC, run_at)`)
-    yield* sql.unsafe(`CREATE TABLE ${t.hosts} (host VARCHAR(255) PRIMARY KEY, last_seen_at ${big} NOT NULL, started_at ${big} NOT NULL, running INT NOT NULL DEFAULT 0, max_concurrent INT NOT NULL DEFAULT 0, draining INT NOT NULL DEFAULT 0, drain_expires_at ${big} NULL, code_version VARCHAR(64) NULL)${tail}`)
-  }).pipe(Effect.orDie)
-const TEMP_createMemoryTables = (db: MemoryDatabaseApi, prefix: string) => {
-  const t = tableNames(prefix)
-  return Ref.update(db.tables, (m) => new Map(m).set(t.jobs, new Map()).set(t.hosts, new Map()))
 }
 
 export class TestDatabase extends Context.Tag("test/TestDatabase")<TestDatabase, TestDatabaseApi>() {}
@@ -91,7 +75,7 @@ const dropPrefixed = (prefix: string) =>
       mysql: () => sql<{ n: string }>`SELECT table_name AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE ${like}`,
       orElse: () => sql<{ n: string }>`SELECT name AS n FROM sqlite_master WHERE type = 'table' AND name LIKE ${like}`
     })
-    for (const { n } of names) yield* sql.unsafe(`DROP TABLE IF EXISTS ${sql.onDialectOrElse({ mysql: () => `\`${n}\``, orElse: () => `"${n}"` })}`)
+    for (const { n } of names.filter(({ n }) => n.startsWith(prefix))) yield* sql.unsafe(`DROP TABLE IF EXISTS ${sql.onDialectOrElse({ mysql: () => `\`${n}\``, orElse: () => `"${n}"` })}`)
   }).pipe(Effect.orDie)
 
 const sqlDatabase = (adapter: AdapterName, label: string) =>
@@ -109,7 +93,8 @@ const sqlDatabase = (adapter: AdapterName, label: string) =>
       leaseLock,
       leaseLocksApart: (table, n) => Effect.map(leaseLock(table), (lock) => Array.from({ length: n }, () => lock)),
       withTransaction: sql.withTransaction,
-      migrate: (p) => Effect.provideService(TEMP_createTables(p), SqlClient.SqlClient, sql),
+      migrate: (p) => Effect.orDie(Effect.flatMap(migrator({ prefix: p }), (m) => m.run)),
+      dropTable: (table) => Effect.orDie(sql.unsafe(`DROP TABLE IF EXISTS ${sql.onDialectOrElse({ mysql: () => `\`${table}\``, orElse: () => `"${table}"` })}`)),
       storeLayer: (p) => Layer.provide(JobStoreModule.layer({ prefix: p }), Layer.succeed(SqlClient.SqlClient, sql)),
       migrator,
       // One pool: concurrent runs take separate connections from it.
@@ -172,7 +157,12 @@ export const memoryLayer = (label: string) =>
         leaseLock,
         leaseLocksApart: (table, n) => Effect.map(leaseLock(table), (lock) => Array.from({ length: n }, () => lock)),
         withTransaction: db.withTransaction,
-        migrate: (p) => TEMP_createMemoryTables(db, p),
+        migrate: (p) => Effect.orDie(Migrator.makeMemory(db, { prefix: p }).run),
+        dropTable: (table) => Ref.update(db.tables, (m) => {
+          const next = new Map(m)
+          next.delete(table)
+          return next
+        }),
         storeLayer: (p) => Layer.provide(memoryJobStoreLayer({ prefix: p }), Layer.succeed(MemoryDatabase, db)),
         migrator: (options) => Effect.succeed(Migrator.makeMemory(db, options)),
         migratorsApart: (options) => Effect.succeed(options.map((o) => Migrator.makeMemory(db, o))),

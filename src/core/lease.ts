@@ -62,10 +62,6 @@ export const leaseNameFor = <P>(jobName: string, options: LeaseOptions<P>, paylo
   return undefined
 }
 
-/** Whether jobs of this type ever take a lease (a key implies exclusive). */
-export const takesLease = (options: LeaseOptions<never>): boolean =>
-  options.exclusive === true || options.concurrencyKeyFor !== undefined || !isBlank(options.concurrencyKey)
-
 /** A claim timeout in seconds, with `≤ 0`, NaN or missing meaning the default 300 s. */
 export const effectiveClaimSeconds = (claimTimeoutSeconds: number | null | undefined): number =>
   claimTimeoutSeconds === null || claimTimeoutSeconds === undefined || !Number.isFinite(claimTimeoutSeconds) ||
@@ -106,13 +102,6 @@ export const busyDelaySeconds = (holderExpiresAt: number | undefined, now: numbe
 
 /** A deferral gives back the attempt its claim counted, never going below zero. */
 export const giveBackAttempt = (attempts: number): number => Math.max(0, attempts - 1)
-
-/** What a release found, for reporting: ours and removed, someone else's, or gone. */
-export type ReleaseVerdict = "released" | "lost" | "missing"
-
-/** Classifies a release: removed our own row, found another owner's, or found no row. */
-export const releaseVerdict = (current: LeaseRow | undefined, owner: string): ReleaseVerdict =>
-  current === undefined ? "missing" : current.owner === owner ? "released" : "lost"
 
 /**
  * Decodes an epoch-ms BIGINT as the drivers return it: pg gives a string, mysql2 and

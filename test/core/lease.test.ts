@@ -10,8 +10,7 @@ import {
   leaseExpiresAt,
   leaseNameFor,
   leaseWindowSeconds,
-  mayAcquire,
-  releaseVerdict
+  mayAcquire
 } from "../../src/core/lease.ts"
 
 const prefixes = fc.constantFrom("key:", "job:")
@@ -115,9 +114,6 @@ describe("give-back, expiry and take-over decisions", () => {
     expect(mayAcquire(row, "b", 100)).toBe(false)
     expect(mayAcquire(row, "b", 101)).toBe(true)
     expect(mayAcquire(row, "a", 50)).toBe(true)
-    expect(releaseVerdict(row, "a")).toBe("released")
-    expect(releaseVerdict(row, "b")).toBe("lost")
-    expect(releaseVerdict(undefined, "a")).toBe("missing")
   })
 
   it("decodes epoch ms from string, number and bigint, and refuses anything else", () =>

@@ -5,20 +5,27 @@
  */
 import { percentile, mean } from "./lib/stats.ts"
 import { peakMb, processMaxMb, resetPeak } from "./lib/rss.ts"
-import { graphileWorker } from "./systems/graphile.ts"
-import { isPending, leasehold } from "./systems/leasehold.ts"
-import * as LeaseLockBench from "./systems/leaselock.ts"
-import { pgBoss } from "./systems/pgboss.ts"
 import type { DrainHooks, JobSystemDriver } from "./systems/types.ts"
-import { type ChildResult, type ChildSpec, RESULT_PREFIX, type SystemId } from "./protocol.ts"
+import { type ChildResult, type ChildSpec, isPending, RESULT_PREFIX, type SystemId } from "./protocol.ts"
 
-
-const drivers: Partial<Record<SystemId, JobSystemDriver>> = {
-  "leasehold-pg": leasehold,
-  "leasehold-mariadb": leasehold,
-  "leasehold-sqlite": leasehold,
-  "graphile-worker": graphileWorker,
-  "pg-boss": pgBoss
+/**
+ * Only the driver under test is loaded, so the child's RSS holds that system's code and no
+ * other's (every child pays the same for tsx and this file).
+ */
+const loadDriver = async (system: SystemId): Promise<JobSystemDriver | undefined> => {
+  switch (system) {
+    case "leasehold-pg":
+    case "leasehold-mariadb":
+    case "leasehold-sqlite":
+      return (await import("./systems/leasehold.ts")).leasehold
+    case "graphile-worker":
+      return (await import("./systems/graphile.ts")).graphileWorker
+    case "pg-boss":
+      return (await import("./systems/pgboss.ts")).pgBoss
+    case "raw-pg":
+    case "pg-advisory":
+      return undefined
+  }
 }
 
 const need = <A>(value: A | undefined, what: string): A => {
@@ -33,6 +40,7 @@ const hooks: DrainHooks = { drainStarting: resetPeak }
 const runSpec = async (spec: ChildSpec): Promise<Record<string, number>> => {
   if (spec.scenario === "leaselock") {
     const n = param(spec, "pairs")
+    const LeaseLockBench = await import("./systems/leaselock.ts")
     const r = spec.system === "raw-pg"
       ? await LeaseLockBench.rawPg(spec.url, n)
       : spec.system === "pg-advisory"
@@ -40,7 +48,7 @@ const runSpec = async (spec: ChildSpec): Promise<Record<string, number>> => {
       : await LeaseLockBench.leasehold(spec.url, n)
     return { pairs: r.pairs, ms: r.ms, pairsPerSec: (r.pairs / r.ms) * 1000, statementsPerPair: r.statementsPerPair }
   }
-  const driver = need(drivers[spec.system], `system ${spec.system}`)
+  const driver = need(await loadDriver(spec.system), `system ${spec.system}`)
   const label = `${spec.system} ${spec.scenario}`
   switch (spec.scenario) {
     case "throughput":

@@ -17,7 +17,8 @@
  *     2. The same, each job with a distinct concurrency key (`job-${i}`).
  *   hotKey(url, n, sleepMs, workers): Promise<{ jobs, sleepMs, ms }>
  *     3. `n` jobs on ONE concurrency key, each perform sleeping `sleepMs`; `workers` worker
- *     fibers (or 4 worker layers) drain them; `ms` from worker start to the last completed.
+ *     fibers (or 4 worker layers) drain them; `ms` from the FIRST JOB'S START (perform entered)
+ *     to the last job completed, so worker start-up is left out of this short drain.
  *     The report compares `ms` with the ideal n × sleepMs.
  *   latency(url, samples): Promise<{ samplesMs }>
  *     4. An idle worker (started first); enqueue single jobs one at a time, wait until each
@@ -34,13 +35,11 @@
  * client, migrate leasehold's tables inside the function, and stop every worker and pool
  * before returning (the child process exits right after).
  */
+import { isPending, LEASEHOLD_PENDING } from "../protocol.ts"
 import type { DrainHooks, DrainResult, HotKeyResult, JobSystemDriver, LatencyResult, RoundTripsResult } from "./types.ts"
 
-/** The message the orchestrator treats as "not built yet": the scenario is reported as pending. */
-export const LEASEHOLD_PENDING = "leasehold worker not built yet"
-
-/** Whether an error is the pending marker. */
-export const isPending = (e: unknown): boolean => e instanceof Error && e.message === LEASEHOLD_PENDING
+/** The message the orchestrator treats as "not built yet" (defined in ../protocol.ts). */
+export { isPending, LEASEHOLD_PENDING }
 
 const pending = (): never => {
   throw new Error(LEASEHOLD_PENDING)

@@ -13,11 +13,8 @@
  */
 import { setTimeout as sleep } from "node:timers/promises"
 import PgBoss from "pg-boss"
+import { PG_BOSS_BATCH_SIZE as BATCH_SIZE, PG_BOSS_POLLING_INTERVAL_SECONDS as POLLING_INTERVAL_SECONDS } from "../protocol.ts"
 import type { DrainHooks, DrainResult, JobSystemDriver } from "./types.ts"
-
-/** pg-boss 10's minimum polling interval. */
-export const POLLING_INTERVAL_SECONDS = 0.5
-export const BATCH_SIZE = 50
 const QUEUE = "noop"
 const DRAIN_TIMEOUT_MS = 10 * 60_000
 

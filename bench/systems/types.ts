@@ -20,7 +20,7 @@ export interface DrainResult {
   readonly ms: number
 }
 
-/** One hot key: `jobs` jobs of `sleepMs` each on one key/queue, drained in `ms`. */
+/** One hot key: `jobs` jobs of `sleepMs` each on one key/queue, drained in `ms` (first job's start to last completion). */
 export interface HotKeyResult {
   readonly jobs: number
   readonly sleepMs: number

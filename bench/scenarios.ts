@@ -1,0 +1,218 @@
+/**
+ * The benchmark's scenarios (the issue's list, 1–7), their sizes (full and `--quick`), the
+ * systems each compares, how a median is shown, and the ratios reported.
+ */
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import type { Backend } from "./lib/sql.ts"
+import {
+  PG_BOSS_BATCH_SIZE as BATCH_SIZE,
+  PG_BOSS_POLLING_INTERVAL_SECONDS as POLLING_INTERVAL_SECONDS,
+  type ScenarioId,
+  type SystemId
+} from "./protocol.ts"
+
+const ROOT = join(import.meta.dirname, "..")
+
+const versionOf = (pkg: string): string => {
+  try {
+    return String(JSON.parse(readFileSync(join(ROOT, "node_modules", pkg, "package.json"), "utf8")).version)
+  } catch {
+    return "?"
+  }
+}
+
+export const PEER_VERSIONS = { "graphile-worker": versionOf("graphile-worker"), "pg-boss": versionOf("pg-boss") }
+
+export interface SystemDef {
+  readonly id: SystemId
+  readonly label: string
+  readonly backend: Backend
+}
+
+export const SYSTEMS: Readonly<Record<SystemId, SystemDef>> = {
+  "leasehold-pg": { id: "leasehold-pg", label: "leasehold (PostgreSQL)", backend: "pg" },
+  "leasehold-mariadb": { id: "leasehold-mariadb", label: "leasehold (MariaDB)", backend: "mariadb" },
+  "leasehold-sqlite": { id: "leasehold-sqlite", label: "leasehold (SQLite)", backend: "sqlite" },
+  "graphile-worker": { id: "graphile-worker", label: `graphile-worker ${PEER_VERSIONS["graphile-worker"]}`, backend: "pg" },
+  "pg-boss": { id: "pg-boss", label: `pg-boss ${PEER_VERSIONS["pg-boss"]}`, backend: "pg" },
+  "raw-pg": { id: "raw-pg", label: "raw node-postgres, same 3 statements", backend: "pg" },
+  "pg-advisory": { id: "pg-advisory", label: "pg_try_advisory_lock + pg_advisory_unlock", backend: "pg" }
+}
+
+export type Metrics = Readonly<Record<string, number>>
+
+/** Medians of a system's metrics in a scenario, or why there are none. */
+export type Outcome =
+  | { readonly status: "ok"; readonly median: Metrics }
+  | { readonly status: "pending" }
+  | { readonly status: "error" }
+  | { readonly status: "skipped" }
+
+export type Lookup = (scenario: ScenarioId, system: SystemId) => Outcome | undefined
+
+export interface RatioDef {
+  readonly label: string
+  /** Numerator and denominator: (scenario, system, metric). */
+  readonly num: readonly [ScenarioId, SystemId, string]
+  readonly den: readonly [ScenarioId, SystemId, string]
+}
+
+export interface ScenarioDef {
+  readonly id: ScenarioId
+  readonly num: string
+  readonly title: (p: Metrics) => string
+  readonly full: Metrics
+  readonly quick: Metrics
+  /** `extra`: run only with `--extras` (too slow, or beyond the issue's list). */
+  readonly systems: ReadonlyArray<{ readonly id: SystemId; readonly note?: string; readonly extra?: true }>
+  /** The metric whose per-round values the table lists. */
+  readonly primary: string
+  /** The median shown in the table. */
+  readonly show: (m: Metrics) => string
+  readonly ratios: ReadonlyArray<RatioDef>
+}
+
+const int = (x: number) => (Number.isFinite(x) ? Math.round(x).toLocaleString("en-US") : "–")
+const ms = (x: number) => (!Number.isFinite(x) ? "–" : x >= 100 ? `${int(x)} ms` : `${x.toFixed(1)} ms`)
+const num = (x: number, digits = 2) => (Number.isFinite(x) ? x.toFixed(digits) : "–")
+const get = (m: Metrics, k: string) => m[k] ?? Number.NaN
+
+/** How a per-round value of a scenario's primary metric is printed. */
+export const showPrimary = (scenario: ScenarioDef, x: number): string =>
+  scenario.primary.endsWith("Ms") || scenario.primary === "ms" ? ms(x) : scenario.primary.endsWith("PerJob") ? num(x, 1) : int(x)
+
+export const SCENARIOS: ReadonlyArray<ScenarioDef> = [
+  {
+    id: "throughput",
+    num: "1",
+    title: (p) => `Throughput: ${int(get(p, "jobs"))} pre-enqueued no-op jobs, concurrency ${get(p, "concurrency")}`,
+    full: { jobs: 20_000, concurrency: 10 },
+    quick: { jobs: 2_000, concurrency: 10 },
+    systems: [
+      { id: "leasehold-pg" },
+      { id: "leasehold-mariadb" },
+      { id: "leasehold-sqlite" },
+      { id: "graphile-worker", note: "concurrency 10" },
+      { id: "pg-boss", note: `10 workers, batch ${BATCH_SIZE}, poll ${POLLING_INTERVAL_SECONDS} s` }
+    ],
+    primary: "jobsPerSec",
+    show: (m) => `${int(get(m, "jobsPerSec"))} jobs/s (${ms(get(m, "ms"))})`,
+    ratios: [
+      { label: "leasehold (PostgreSQL) ÷ graphile-worker, jobs/s", num: ["throughput", "leasehold-pg", "jobsPerSec"], den: ["throughput", "graphile-worker", "jobsPerSec"] },
+      { label: "leasehold (PostgreSQL) ÷ pg-boss, jobs/s", num: ["throughput", "leasehold-pg", "jobsPerSec"], den: ["throughput", "pg-boss", "jobsPerSec"] },
+      { label: "pg-boss ÷ graphile-worker, jobs/s", num: ["throughput", "pg-boss", "jobsPerSec"], den: ["throughput", "graphile-worker", "jobsPerSec"] }
+    ]
+  },
+  {
+    id: "exclusive",
+    num: "2",
+    title: (p) => `Exclusive throughput: ${int(get(p, "jobs"))} jobs, a distinct concurrency key per job, concurrency ${get(p, "concurrency")}`,
+    full: { jobs: 20_000, concurrency: 10 },
+    quick: { jobs: 2_000, concurrency: 10 },
+    systems: [
+      { id: "leasehold-pg" },
+      { id: "leasehold-mariadb" },
+      { id: "leasehold-sqlite" },
+      // get_job locks every available named queue up front, so one queue per job makes each
+      // fetch O(queues): ~65 jobs/s at 2,000 jobs here, far worse at 20,000. Opt-in only.
+      { id: "graphile-worker", note: "one named queue per job", extra: true }
+    ],
+    primary: "jobsPerSec",
+    show: (m) => `${int(get(m, "jobsPerSec"))} jobs/s (${ms(get(m, "ms"))})`,
+    ratios: [
+      { label: "leasehold (PostgreSQL) exclusive ÷ plain, jobs/s", num: ["exclusive", "leasehold-pg", "jobsPerSec"], den: ["throughput", "leasehold-pg", "jobsPerSec"] },
+      { label: "leasehold (PostgreSQL) ÷ graphile-worker (queue per job), jobs/s", num: ["exclusive", "leasehold-pg", "jobsPerSec"], den: ["exclusive", "graphile-worker", "jobsPerSec"] },
+      { label: "graphile-worker queue per job ÷ plain, jobs/s", num: ["exclusive", "graphile-worker", "jobsPerSec"], den: ["throughput", "graphile-worker", "jobsPerSec"] }
+    ]
+  },
+  {
+    id: "hotkey",
+    num: "3",
+    title: (p) =>
+      `Hot key: ${get(p, "jobs")} jobs on one key, each sleeping ${get(p, "sleepMs")} ms, ${get(p, "workers")} workers (ideal ${int(get(p, "jobs") * get(p, "sleepMs"))} ms)`,
+    full: { jobs: 200, sleepMs: 5, workers: 4 },
+    quick: { jobs: 50, sleepMs: 5, workers: 4 },
+    systems: [
+      { id: "leasehold-pg" },
+      { id: "leasehold-mariadb" },
+      { id: "leasehold-sqlite" },
+      { id: "graphile-worker", note: "one named queue, concurrency 4" }
+    ],
+    primary: "ms",
+    show: (m) => `${ms(get(m, "ms"))} = ${num(get(m, "overIdeal"))} × ideal`,
+    ratios: [
+      { label: "leasehold (PostgreSQL) drain ÷ graphile-worker drain", num: ["hotkey", "leasehold-pg", "ms"], den: ["hotkey", "graphile-worker", "ms"] }
+    ]
+  },
+  {
+    id: "latency",
+    num: "4",
+    title: (p) => `Latency: enqueue-to-start of single jobs on an idle worker, ${get(p, "samples")} jobs`,
+    full: { samples: 200 },
+    quick: { samples: 30 },
+    systems: [
+      { id: "leasehold-pg" },
+      { id: "leasehold-mariadb" },
+      { id: "leasehold-sqlite" },
+      { id: "graphile-worker", note: "LISTEN/NOTIFY" }
+    ],
+    primary: "p50Ms",
+    show: (m) => `p50 ${ms(get(m, "p50Ms"))}, p99 ${ms(get(m, "p99Ms"))}`,
+    ratios: [
+      { label: "leasehold (PostgreSQL) ÷ graphile-worker, p50", num: ["latency", "leasehold-pg", "p50Ms"], den: ["latency", "graphile-worker", "p50Ms"] },
+      { label: "leasehold (PostgreSQL) ÷ graphile-worker, p99", num: ["latency", "leasehold-pg", "p99Ms"], den: ["latency", "graphile-worker", "p99Ms"] }
+    ]
+  },
+  {
+    id: "leaselock",
+    num: "5",
+    title: (p) => `LeaseLock: ${int(get(p, "pairs"))} tryAcquire + release pairs, sequential, one connection`,
+    full: { pairs: 5_000 },
+    quick: { pairs: 500 },
+    systems: [
+      { id: "leasehold-pg" },
+      { id: "raw-pg" },
+      { id: "pg-advisory" },
+      { id: "leasehold-mariadb" },
+      { id: "leasehold-sqlite" }
+    ],
+    primary: "pairsPerSec",
+    show: (m) => `${int(get(m, "pairsPerSec"))} pairs/s (${num(get(m, "statementsPerPair"), 1)} statements/pair)`,
+    ratios: [
+      { label: "leasehold (PostgreSQL) ÷ raw node-postgres, pairs/s", num: ["leaselock", "leasehold-pg", "pairsPerSec"], den: ["leaselock", "raw-pg", "pairsPerSec"] },
+      { label: "leasehold (PostgreSQL) ÷ advisory locks, pairs/s", num: ["leaselock", "leasehold-pg", "pairsPerSec"], den: ["leaselock", "pg-advisory", "pairsPerSec"] },
+      { label: "raw node-postgres ÷ advisory locks, pairs/s", num: ["leaselock", "raw-pg", "pairsPerSec"], den: ["leaselock", "pg-advisory", "pairsPerSec"] }
+    ]
+  },
+  {
+    id: "roundtrips",
+    num: "6",
+    title: (p) => `Round trips: statements per completed job, counted through a wrapped SqlClient, ${int(get(p, "jobs"))} jobs`,
+    full: { jobs: 1_000 },
+    quick: { jobs: 200 },
+    systems: [{ id: "leasehold-pg" }, { id: "leasehold-mariadb" }, { id: "leasehold-sqlite" }],
+    primary: "plainPerJob",
+    show: (m) => `plain ${num(get(m, "plainPerJob"), 1)}, exclusive ${num(get(m, "exclusivePerJob"), 1)}`,
+    ratios: [
+      { label: "leasehold (PostgreSQL) exclusive ÷ plain, statements/job", num: ["roundtrips", "leasehold-pg", "exclusivePerJob"], den: ["roundtrips", "leasehold-pg", "plainPerJob"] }
+    ]
+  }
+]
+
+/** Scenario 7 is measured in scenario 1's child processes; these are its ratios. */
+export const MEMORY_RATIOS: ReadonlyArray<RatioDef> = [
+  { label: "leasehold (PostgreSQL) ÷ graphile-worker, peak RSS", num: ["throughput", "leasehold-pg", "peakRssMb"], den: ["throughput", "graphile-worker", "peakRssMb"] },
+  { label: "leasehold (PostgreSQL) ÷ pg-boss, peak RSS", num: ["throughput", "leasehold-pg", "peakRssMb"], den: ["throughput", "pg-boss", "peakRssMb"] }
+]
+
+/** A ratio's value, or why it has none ("pending" when either side is pending). */
+export const ratioValue = (r: RatioDef, lookup: Lookup): number | "pending" | "n/a" => {
+  const a = lookup(r.num[0], r.num[1])
+  const b = lookup(r.den[0], r.den[1])
+  if (a?.status === "pending" || b?.status === "pending") return "pending"
+  if (a?.status !== "ok" || b?.status !== "ok") return "n/a"
+  const x = a.median[r.num[2]]
+  const y = b.median[r.den[2]]
+  return x === undefined || y === undefined || y === 0 ? "n/a" : x / y
+}

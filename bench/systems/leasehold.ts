@@ -35,31 +35,133 @@
  * client, migrate leasehold's tables inside the function, and stop every worker and pool
  * before returning (the child process exits right after).
  */
+import { SqlClient } from "@effect/sql"
+import { Deferred, Duration, Effect, Layer, Ref, Schema, type Scope } from "effect"
+import { performance } from "node:perf_hooks"
+import { JobStore } from "../../src/adapters/JobStore.ts"
+import { define, enqueue, type AnyJobType } from "../../src/runtime/Job.ts"
+import * as Leasehold from "../../src/runtime/Leasehold.ts"
+import * as Migrator from "../../src/runtime/migrate.ts"
+import * as Worker from "../../src/runtime/Worker.ts"
+import { countingLayer, sqlLayer, StatementCount } from "../lib/sql.ts"
 import { isPending, LEASEHOLD_PENDING } from "../protocol.ts"
 import type { DrainHooks, DrainResult, HotKeyResult, JobSystemDriver, LatencyResult, RoundTripsResult } from "./types.ts"
 
 /** The message the orchestrator treats as "not built yet" (defined in ../protocol.ts). */
 export { isPending, LEASEHOLD_PENDING }
 
-const pending = (): never => {
-  throw new Error(LEASEHOLD_PENDING)
+const Payload = Schema.Struct({ i: Schema.Number, key: Schema.optional(Schema.String) })
+
+// Job types. Their perform functions call hooks the scenarios set, so one definition serves all.
+let onStart: (i: number) => void = () => {}
+let sleepMs = 0
+const Noop = define({ name: "noop", schema: Payload, perform: () => Effect.void })
+const Keyed = define({ name: "keyed", schema: Payload, concurrencyKeyFor: (p) => p.key, perform: () => Effect.void })
+const Hot = define({
+  name: "hot",
+  schema: Payload,
+  concurrencyKey: "hot",
+  perform: ({ i }) => Effect.zipRight(Effect.sync(() => onStart(i)), Effect.sleep(Duration.millis(sleepMs)))
+})
+const Probe = define({ name: "probe", schema: Payload, perform: ({ i }) => Effect.sync(() => onStart(i)) })
+const types: ReadonlyArray<AnyJobType> = [Noop, Keyed, Hot, Probe]
+
+type Services = Worker.WorkerServices | SqlClient.SqlClient
+
+/** Runs `program` with migrated tables and leasehold's services over the database at `url`. */
+const run = <A>(url: string, program: Effect.Effect<A, unknown, Services | Scope.Scope>, below?: (l: Layer.Layer<SqlClient.SqlClient, unknown>) => Layer.Layer<SqlClient.SqlClient | StatementCount, unknown>) => {
+  const client = below ? below(sqlLayer(url, 20)) : sqlLayer(url, 20)
+  const services = Leasehold.layer({ jobs: types }).pipe(Layer.provideMerge(client))
+  return Effect.runPromise(
+    Effect.scoped(Effect.gen(function*() {
+      yield* (yield* Migrator.make()).run
+      return yield* program
+    })).pipe(Effect.provide(services)) as Effect.Effect<A, unknown, never>
+  )
 }
 
-export const throughput = async (_url: string, _n: number, _concurrency: number, _hooks: DrainHooks): Promise<DrainResult> =>
-  pending()
+/** Enqueues `n` jobs in one transaction (outside any timing). */
+const enqueueMany = (n: number, job: (i: number) => Effect.Effect<unknown, unknown, JobStore>) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.withTransaction(Effect.forEach(Array.from({ length: n }, (_, i) => i), job, { discard: true })))
 
-export const exclusiveThroughput = async (
-  _url: string,
-  _n: number,
-  _concurrency: number,
-  _hooks: DrainHooks
-): Promise<DrainResult> => pending()
+/** Starts a worker and resolves when `n` attempts completed, by its own outcome hook (no polling queries). */
+const drainWith = (n: number, config: Worker.WorkerConfig) =>
+  Effect.gen(function*() {
+    const done = yield* Deferred.make<number>()
+    const completed = yield* Ref.make(0)
+    const start = performance.now()
+    yield* Worker.make({
+      ...config,
+      onResult: (r) =>
+        r._tag === "Completed"
+          ? Effect.flatMap(Ref.updateAndGet(completed, (c) => c + 1), (c) =>
+            c === n ? Deferred.succeed(done, performance.now()) : Effect.void)
+          : Effect.void
+    })
+    const end = yield* Deferred.await(done)
+    return { start, end }
+  })
 
-export const hotKey = async (_url: string, _n: number, _sleepMs: number, _workers: number): Promise<HotKeyResult> =>
-  pending()
+export const throughput = (url: string, n: number, concurrency: number, hooks: DrainHooks): Promise<DrainResult> =>
+  run(url, Effect.gen(function*() {
+    yield* enqueueMany(n, (i) => enqueue(Noop, { i }))
+    hooks.drainStarting()
+    const { start, end } = yield* drainWith(n, { concurrency, pollInterval: "50 millis", host: "bench" })
+    return { jobs: n, ms: end - start }
+  }))
 
-export const latency = async (_url: string, _samples: number): Promise<LatencyResult> => pending()
+export const exclusiveThroughput = (url: string, n: number, concurrency: number, hooks: DrainHooks): Promise<DrainResult> =>
+  run(url, Effect.gen(function*() {
+    yield* enqueueMany(n, (i) => enqueue(Keyed, { i, key: `job-${i}` }))
+    hooks.drainStarting()
+    const { start, end } = yield* drainWith(n, { concurrency, pollInterval: "50 millis", host: "bench" })
+    return { jobs: n, ms: end - start }
+  }))
 
-export const roundTrips = async (_url: string, _n: number, _exclusive: boolean): Promise<RoundTripsResult> => pending()
+export const hotKey = (url: string, n: number, sleep: number, workers: number): Promise<HotKeyResult> =>
+  run(url, Effect.gen(function*() {
+    sleepMs = sleep
+    let first = Number.POSITIVE_INFINITY
+    onStart = () => {
+      first = Math.min(first, performance.now())
+    }
+    yield* enqueueMany(n, (i) => enqueue(Hot, { i }))
+    const { end } = yield* drainWith(n, { concurrency: workers, pollInterval: "50 millis", host: "bench" })
+    return { jobs: n, sleepMs: sleep, ms: end - first }
+  }))
+
+export const latency = (url: string, samples: number): Promise<LatencyResult> =>
+  run(url, Effect.gen(function*() {
+    let started: ((t: number) => void) | undefined
+    onStart = () => started?.(performance.now())
+    // An idle worker with the default poll interval: on PostgreSQL, LISTEN/NOTIFY wakes it.
+    yield* Worker.make({ concurrency: 1, host: "bench" })
+    yield* Effect.sleep("500 millis")
+    const out: Array<number> = []
+    const warmUp = 5
+    for (let i = 0; i < samples + warmUp; i++) {
+      const startedAt = new Promise<number>((resolve) => (started = resolve))
+      const t0 = performance.now()
+      yield* enqueue(Probe, { i })
+      const t1 = yield* Effect.promise(() => startedAt)
+      if (i >= warmUp) out.push(t1 - t0)
+      yield* Effect.sleep("20 millis")
+    }
+    return { samplesMs: out }
+  }))
+
+export const roundTrips = (url: string, n: number, exclusive: boolean): Promise<RoundTripsResult> =>
+  run(
+    url,
+    Effect.gen(function*() {
+      const counter = yield* StatementCount
+      yield* enqueueMany(n, (i) => (exclusive ? enqueue(Keyed, { i, key: `job-${i}` }) : enqueue(Noop, { i })))
+      counter.reset()
+      yield* drainWith(n, { concurrency: 1, pollInterval: "1 second", reapInterval: "1 hour", host: "bench" })
+      return { jobs: n, statements: counter.get() }
+    }) as Effect.Effect<RoundTripsResult, unknown, Services | Scope.Scope>,
+    (l) => countingLayer.pipe(Layer.provide(l))
+  )
 
 export const leasehold: JobSystemDriver = { throughput, exclusiveThroughput, hotKey, latency, roundTrips }

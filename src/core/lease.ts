@@ -55,9 +55,10 @@ export const fitLeaseName = (prefix: string, key: string): string => {
  * (both → `key:<key>`); else `exclusive` → `job:<jobName>`; else no lease.
  */
 export const leaseNameFor = <P>(jobName: string, options: LeaseOptions<P>, payload: P): string | undefined => {
+  // Keys are trimmed: surrounding spaces never make a different lease (see leaseInputProblem).
   const fromFunction = options.concurrencyKeyFor?.(payload)
-  if (!isBlank(fromFunction)) return fitLeaseName("key:", fromFunction)
-  if (!isBlank(options.concurrencyKey)) return fitLeaseName("key:", options.concurrencyKey)
+  if (!isBlank(fromFunction)) return fitLeaseName("key:", fromFunction.trim())
+  if (!isBlank(options.concurrencyKey)) return fitLeaseName("key:", options.concurrencyKey.trim())
   if (options.exclusive === true) return fitLeaseName("job:", jobName)
   return undefined
 }
@@ -131,5 +132,8 @@ export const leaseInputProblem = (
   if (field !== "host" && value.length === 0) return `lease ${field} is empty`
   if (value.length > max) return `lease ${field} is ${value.length} characters; at most ${max} fit`
   if (value.includes("\u0000")) return `lease ${field} contains a NUL character`
+  // MySQL/MariaDB compare strings without trailing spaces (PAD SPACE collations), so `x` and
+  // `x ` would be one lease there and two elsewhere: refused everywhere instead.
+  if (field !== "host" && value.endsWith(" ")) return `lease ${field} ends with a space`
   return undefined
 }

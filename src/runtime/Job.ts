@@ -234,6 +234,8 @@ export const enqueue = <A, I, R>(
         return yield* inputError("uniqueKey", `is ${options.uniqueKey.length} characters; at most ${MAX_UNIQUE_KEY_LENGTH} fit`)
       }
       if (options.uniqueKey.length === 0) return yield* inputError("uniqueKey", "is empty")
+      // MySQL/MariaDB would take `k` and `k ` for the same key; refused on every database.
+      if (options.uniqueKey.endsWith(" ")) return yield* inputError("uniqueKey", "ends with a space")
     }
     for (const [field, value] of [["queue", queue], ["uniqueKey", options.uniqueKey ?? ""]] as const) {
       if (value.includes("\u0000")) return yield* inputError(field, "contains a NUL character")

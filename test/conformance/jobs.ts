@@ -97,6 +97,7 @@ export const jobConformance = (adapter: AdapterName) =>
         }
         expect(yield* Effect.flip(enqueue(Ok, { n: 1 }, { runAt: Number.NaN }))).toMatchObject({ field: "runAt" })
         expect(yield* Effect.flip(enqueue(Ok, { n: 1 }, { priority: 1.5 }))).toMatchObject({ field: "priority" })
+        expect(yield* Effect.flip(enqueue(Ok, { n: 1 }, { uniqueKey: "k " }))).toMatchObject({ field: "uniqueKey" })
         expect(yield* countRows).toBe(0)
         // exactly 255 fits, with quotes and SQL in it
         const key = ("'; DROP TABLE jobs; -- ü\\").padEnd(255, "x")

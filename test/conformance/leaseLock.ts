@@ -224,6 +224,9 @@ export const leaseLockConformance = (adapter: AdapterName) =>
         expect(owner).toMatchObject({ _tag: "LeaseInputError", field: "owner" })
         const nul = yield* Effect.flip(lock.tryAcquire({ name: "a\u0000b", owner: "a", now: T0, ttlMs: 1 }))
         expect(nul).toMatchObject({ _tag: "LeaseInputError", field: "name" })
+        // MySQL would compare `x` and `x ` as equal: a trailing space is refused everywhere
+        expect(yield* Effect.flip(lock.tryAcquire({ name: "x ", owner: "a", now: T0, ttlMs: 1 }))).toMatchObject({ field: "name" })
+        expect(yield* Effect.flip(lock.release({ name: "x", owner: "a " }))).toMatchObject({ field: "owner" })
         const nan = yield* Effect.flip(lock.tryAcquire({ name: "n", owner: "a", now: T0, ttlMs: Number.NaN }))
         expect(nan).toMatchObject({ _tag: "LeaseInputError", field: "expiresAt" })
         expect(yield* lock.list).toEqual([])

@@ -51,6 +51,8 @@ describe("lease name", () => {
     expect(leaseNameFor("Blank", { concurrencyKeyFor: () => null, concurrencyKey: "", exclusive: true }, payload))
       .toBe("job:Blank")
     expect(leaseNameFor("Blank", { concurrencyKey: " " }, payload)).toBeUndefined()
+    // surrounding spaces never make a different lease
+    expect(leaseNameFor("Pad", { concurrencyKey: " acct-1  " }, payload)).toBe("key:acct-1")
     const long = leaseNameFor("Long", { concurrencyKey: "k".repeat(120) }, payload)!
     expect(long).toHaveLength(68)
     expect(long.startsWith("key:")).toBe(true)

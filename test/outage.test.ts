@@ -1,0 +1,158 @@
+/**
+ * A database outage, simulated with a loopback TCP proxy in front of the shared PostgreSQL and
+ * MariaDB servers (the servers themselves are never stopped). While the network is cut, a
+ * LeaseLock call fails promptly with a typed SqlError (not a hang, not a defect) and changes
+ * nothing; once it is restored, calls work again on the same client.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import { MysqlClient } from "@effect/sql-mysql2"
+import { PgClient } from "@effect/sql-pg"
+import * as Reactivity from "@effect/experimental/Reactivity"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Cause, Effect, Exit, Option, Redacted, Scope } from "effect"
+import * as LeaseLock from "../src/adapters/LeaseLock.ts"
+import { MYSQL_URL, PG_URL, uniquePrefix } from "./support/databases.ts"
+import { startProxy } from "./support/proxy.ts"
+
+const T0 = 1_791_039_632_175
+const MINUTE = 60_000
+/** Far longer than any call should take: a call still running then is a hang, reported as such. */
+const HANG = "20 seconds"
+
+/** The parts of a database URL the proxied client needs. */
+const parseUrl = (url: string) => {
+  const u = new URL(url)
+  return {
+    host: u.hostname,
+    port: Number(u.port),
+    username: decodeURIComponent(u.username),
+    password: u.password === "" ? undefined : Redacted.make(decodeURIComponent(u.password)),
+    database: u.pathname.replace(/^\//, "")
+  }
+}
+
+/**
+ * How a call ended, as plain data: its value, its typed error's tag, a defect, or a hang.
+ * `disconnect` lets a hung call be abandoned at once, even if interrupting it would wait too.
+ */
+const settle = <A, E extends { readonly _tag: string }>(effect: Effect.Effect<A, E>) =>
+  effect.pipe(
+    Effect.disconnect,
+    Effect.timeoutFail({ duration: HANG, onTimeout: () => ({ _tag: "Hang" as const }) }),
+    Effect.exit,
+    Effect.map((exit) => {
+      if (Exit.isSuccess(exit)) return { ok: exit.value }
+      const failure = Cause.failureOption(exit.cause)
+      return Option.isSome(failure) ? { failed: failure.value._tag } : { defect: Cause.pretty(exit.cause) }
+    })
+  )
+
+/**
+ * Runs `body` in a scope of its own and closes it, waiting at most 10 s for the closing: a
+ * finalizer stuck on a dead connection then fails the test instead of hanging it, and the
+ * body's own failure, if any, is the one reported.
+ */
+const scopedBounded = <A, E, R>(body: Effect.Effect<A, E, R | Scope.Scope>): Effect.Effect<A, E | string, Exclude<R, Scope.Scope>> =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const exit = yield* Effect.exit(Scope.extend(body, scope))
+    const closed = yield* Scope.close(scope, exit).pipe(Effect.disconnect, Effect.timeoutOption("10 seconds"))
+    if (Exit.isSuccess(exit) && Option.isNone(closed)) return yield* Effect.fail("closing the clients and the proxy hung")
+    return yield* exit
+  })
+
+interface Clients {
+  /** Through the proxy: small pool, short connect timeout. */
+  readonly proxied: SqlClient.SqlClient
+  /** Straight to the server, for setup, checks during the outage and cleanup. */
+  readonly direct: SqlClient.SqlClient
+}
+
+const lockOn = (sql: SqlClient.SqlClient, table: string) =>
+  Effect.provideService(LeaseLock.make({ table }), SqlClient.SqlClient, sql)
+
+/** The outage story, on clients built for the proxy's port. */
+const outageScenario = (url: string, clients: (proxyPort: number) => Effect.Effect<Clients, SqlError, Scope.Scope | Reactivity.Reactivity>) =>
+  Effect.gen(function*() {
+    const target = parseUrl(url)
+    const proxy = yield* startProxy({ host: target.host, port: target.port })
+    const { direct, proxied } = yield* clients(proxy.port)
+    const table = `${uniquePrefix("outage")}locks`
+    yield* Effect.addFinalizer(() => Effect.orDie(direct.unsafe(`DROP TABLE IF EXISTS ${table}`)))
+
+    const lock = yield* lockOn(proxied, table)
+    const check = yield* lockOn(direct, table)
+
+    // Works through the proxy.
+    yield* lock.ensureTable
+    expect(yield* settle(lock.tryAcquire({ name: "held", owner: "a", host: "h-a", now: T0, ttlMs: MINUTE }))).toEqual({ ok: true })
+    const heldRow = { name: "held", owner: "a", host: "h-a", acquiredAt: T0, expiresAt: T0 + MINUTE }
+    expect(yield* settle(lock.read("held"))).toEqual({ ok: Option.some(heldRow) })
+
+    // The network goes down: every call fails with a typed SqlError, promptly.
+    yield* proxy.cut()
+    const later = T0 + 2 * MINUTE // "held" has expired by then: a take-over would succeed
+    expect(yield* settle(lock.tryAcquire({ name: "free", owner: "b", now: T0, ttlMs: MINUTE }))).toEqual({ failed: "SqlError" })
+    expect(yield* settle(lock.tryAcquire({ name: "held", owner: "b", now: later, ttlMs: MINUTE }))).toEqual({ failed: "SqlError" })
+    expect(yield* settle(lock.renew({ name: "held", owner: "a", now: T0, ttlMs: 10 * MINUTE }))).toEqual({ failed: "SqlError" })
+    expect(yield* settle(lock.release({ name: "held", owner: "a" }))).toEqual({ failed: "SqlError" })
+    expect(yield* settle(lock.ownerOf("held"))).toEqual({ failed: "SqlError" })
+    expect(yield* proxy.openConnections()).toBe(0)
+
+    // Nothing changed, as seen from a client that is not behind the proxy.
+    expect(yield* settle(check.list)).toEqual({ ok: [heldRow] })
+
+    // The network comes back: the same client works again, and still sees nothing changed.
+    yield* proxy.restore()
+    expect(yield* settle(lock.read("free"))).toEqual({ ok: Option.none() })
+    expect(yield* settle(lock.read("held"))).toEqual({ ok: Option.some(heldRow) })
+    expect(yield* settle(lock.tryAcquire({ name: "free", owner: "b", now: T0, ttlMs: MINUTE }))).toEqual({ ok: true })
+    expect(yield* settle(lock.tryAcquire({ name: "held", owner: "b", host: "h-b", now: later, ttlMs: MINUTE }))).toEqual({ ok: true })
+    expect(yield* settle(check.ownerOf("held"))).toEqual({ ok: Option.some("b") })
+
+    // A second outage, with connections that were in use since the first, behaves the same.
+    yield* proxy.cut()
+    expect(yield* settle(lock.release({ name: "held", owner: "b" }))).toEqual({ failed: "SqlError" })
+    yield* proxy.restore()
+    expect(yield* settle(lock.release({ name: "held", owner: "b" }))).toEqual({ ok: true })
+    expect(yield* settle(check.list)).toEqual({
+      ok: [{ name: "free", owner: "b", host: null, acquiredAt: T0, expiresAt: T0 + MINUTE }]
+    })
+  }).pipe(scopedBounded, Effect.provide(Reactivity.layer))
+
+describe("LeaseLock during a database outage (TCP proxy)", () => {
+  it.live("PostgreSQL: calls fail with SqlError while cut, change nothing, and work after restore", () =>
+    outageScenario(PG_URL, (port) =>
+      Effect.gen(function*() {
+        const target = parseUrl(PG_URL)
+        const direct = yield* PgClient.make({ url: Redacted.make(PG_URL), maxConnections: 2 })
+        const proxied = yield* PgClient.make({
+          host: "127.0.0.1",
+          port,
+          username: target.username,
+          password: target.password,
+          database: target.database,
+          maxConnections: 2,
+          connectTimeout: "2 seconds"
+        })
+        return { direct, proxied }
+      })), { timeout: 120_000 })
+
+  it.live("MariaDB: calls fail with SqlError while cut, change nothing, and work after restore", () =>
+    outageScenario(MYSQL_URL, (port) =>
+      Effect.gen(function*() {
+        const target = parseUrl(MYSQL_URL)
+        const direct = yield* MysqlClient.make({ url: Redacted.make(MYSQL_URL), maxConnections: 2 })
+        const proxied = yield* MysqlClient.make({
+          host: "127.0.0.1",
+          port,
+          username: target.username,
+          password: target.password,
+          database: target.database,
+          maxConnections: 2,
+          poolConfig: { connectTimeout: 2000 }
+        })
+        return { direct, proxied }
+      })), { timeout: 120_000 })
+})

@@ -388,8 +388,19 @@ const runClaimed = (job: JobRow, o: Resolved): Effect.Effect<ProcessResult, SqlE
       result = yield* recordFailure(job, type.backoff, describe(exit.cause), false)
     }
 
-    // Release the lease (not after a timeout: perform may still be running, so it is left to
-    // expire), then hand off to the next job waiting on it.
+    // After a timeout the lease is not released (perform may still be running, so it is left
+    // to expire), but a lease already taken over is still a possible overlap: report it.
+    if (held !== undefined && timedOut) {
+      const owner = yield* Effect.orElseSucceed(leases.ownerOf(held.name), () => Option.some(token))
+      if (!Option.contains(owner, token)) {
+        yield* Effect.logWarning(
+          `lease ${held.name} was lost before the run timed out: held by ${Option.getOrNull(owner) ?? "nobody"}, ` +
+            `not by this attempt (${token}); the run may have overlapped another`
+        )
+        result = withLeaseLost(result)
+      }
+    }
+    // Otherwise release the lease, then hand off to the next job waiting on it.
     if (held !== undefined && !timedOut) {
       const released = yield* Effect.either(leases.release({ name: held.name, owner: token }))
       if (Either.isLeft(released)) {

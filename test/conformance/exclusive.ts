@@ -224,6 +224,30 @@ export const exclusiveConformance = (adapter: AdapterName) =>
         }))
       }))
 
+    it.effect("a lease taken over during a run that then times out is reported lost, and the thief's row survives", () =>
+      Effect.gen(function*() {
+        const started = yield* Deferred.make<void>()
+        const Stuck = define({
+          name: "Stuck",
+          schema: Account,
+          exclusive: true,
+          timeout: "10 seconds",
+          perform: () => Effect.zipRight(Deferred.succeed(started, undefined), Effect.never)
+        })
+        yield* withJobs([Stuck], Effect.gen(function*() {
+          yield* TestClock.setTime(T0)
+          const { id } = yield* enqueue(Stuck, { accountId: "x" })
+          const fiber = yield* Effect.fork(processNext({ host: "host-1" }))
+          yield* Deferred.await(started)
+          const leases = yield* JobLeases
+          expect(yield* leases.tryAcquire({ name: "job:Stuck", owner: "thief", host: "host-2", now: T0 + 10 * WINDOW, ttlMs: 60_000 })).toBe(true)
+          yield* settle
+          yield* TestClock.adjust("10 seconds")
+          expect(yield* Fiber.join(fiber)).toMatchObject({ _tag: "Failed", willRetry: true, leaseLost: true, job: { id } })
+          expect(Option.getOrThrow(yield* lease("job:Stuck"))).toMatchObject({ owner: "thief", host: "host-2" })
+        }))
+      }))
+
     it.effect("processQueue and tallies count a lost lease", () =>
       Effect.gen(function*() {
         const Steal = define({

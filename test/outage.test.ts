@@ -1,5 +1,5 @@
 /**
- * A database outage, simulated with a loopback TCP proxy in front of the shared PostgreSQL and
+ * Database outages, simulated with a loopback TCP proxy in front of the shared PostgreSQL and
  * MariaDB servers (the servers themselves are never stopped). While the network is cut, a
  * LeaseLock call fails promptly with a typed SqlError (not a hang, not a defect) and changes
  * nothing; once it is restored, calls work again on the same client.
@@ -10,8 +10,14 @@ import { MysqlClient } from "@effect/sql-mysql2"
 import { PgClient } from "@effect/sql-pg"
 import * as Reactivity from "@effect/experimental/Reactivity"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Cause, Effect, Exit, Option, Redacted, Scope } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Layer, Logger, Option, Redacted, Schema, Scope } from "effect"
+import * as JobStore from "../src/adapters/JobStore.ts"
 import * as LeaseLock from "../src/adapters/LeaseLock.ts"
+import { tableNames } from "../src/adapters/tables.ts"
+import * as Job from "../src/runtime/Job.ts"
+import * as Leasehold from "../src/runtime/Leasehold.ts"
+import * as Migrator from "../src/runtime/migrate.ts"
+import * as Worker from "../src/runtime/Worker.ts"
 import { MYSQL_URL, PG_URL, uniquePrefix } from "./support/databases.ts"
 import { startProxy } from "./support/proxy.ts"
 
@@ -69,6 +75,40 @@ interface Clients {
   readonly direct: SqlClient.SqlClient
 }
 
+/** PostgreSQL clients: one through the proxy on `port` (small pool, short connect timeout), one direct. */
+const pgClients = (port: number) =>
+  Effect.gen(function*() {
+    const target = parseUrl(PG_URL)
+    const direct = yield* PgClient.make({ url: Redacted.make(PG_URL), maxConnections: 2 })
+    const proxied = yield* PgClient.make({
+      host: "127.0.0.1",
+      port,
+      username: target.username,
+      password: target.password,
+      database: target.database,
+      maxConnections: 2,
+      connectTimeout: "2 seconds"
+    })
+    return { direct, proxied }
+  })
+
+/** MariaDB clients: one through the proxy on `port`, one direct. */
+const mysqlClients = (port: number) =>
+  Effect.gen(function*() {
+    const target = parseUrl(MYSQL_URL)
+    const direct = yield* MysqlClient.make({ url: Redacted.make(MYSQL_URL), maxConnections: 2 })
+    const proxied = yield* MysqlClient.make({
+      host: "127.0.0.1",
+      port,
+      username: target.username,
+      password: target.password,
+      database: target.database,
+      maxConnections: 2,
+      poolConfig: { connectTimeout: 2000 }
+    })
+    return { direct, proxied }
+  })
+
 const lockOn = (sql: SqlClient.SqlClient, table: string) =>
   Effect.provideService(LeaseLock.make({ table }), SqlClient.SqlClient, sql)
 
@@ -123,36 +163,76 @@ const outageScenario = (url: string, clients: (proxyPort: number) => Effect.Effe
 
 describe("LeaseLock during a database outage (TCP proxy)", () => {
   it.live("PostgreSQL: calls fail with SqlError while cut, change nothing, and work after restore", () =>
-    outageScenario(PG_URL, (port) =>
-      Effect.gen(function*() {
-        const target = parseUrl(PG_URL)
-        const direct = yield* PgClient.make({ url: Redacted.make(PG_URL), maxConnections: 2 })
-        const proxied = yield* PgClient.make({
-          host: "127.0.0.1",
-          port,
-          username: target.username,
-          password: target.password,
-          database: target.database,
-          maxConnections: 2,
-          connectTimeout: "2 seconds"
-        })
-        return { direct, proxied }
-      })), { timeout: 120_000 })
+    outageScenario(PG_URL, pgClients), { timeout: 120_000 })
 
   it.live("MariaDB: calls fail with SqlError while cut, change nothing, and work after restore", () =>
-    outageScenario(MYSQL_URL, (port) =>
-      Effect.gen(function*() {
-        const target = parseUrl(MYSQL_URL)
-        const direct = yield* MysqlClient.make({ url: Redacted.make(MYSQL_URL), maxConnections: 2 })
-        const proxied = yield* MysqlClient.make({
-          host: "127.0.0.1",
-          port,
-          username: target.username,
-          password: target.password,
-          database: target.database,
-          maxConnections: 2,
-          poolConfig: { connectTimeout: 2000 }
-        })
-        return { direct, proxied }
-      })), { timeout: 120_000 })
+    outageScenario(MYSQL_URL, mysqlClients), { timeout: 120_000 })
+})
+
+// ---------------------------------------------------------------------------------------------
+// A connection dropped during an attempt
+
+const Gate = Schema.Struct({ n: Schema.Number })
+
+/**
+ * An exclusive job runs through the proxy; while perform is running the network is cut, perform
+ * finishes, and the network comes back about a second later. The outcome write (with the lease
+ * release) is retried until it lands: the job ends completed after one run, its lease is gone,
+ * and the retry was logged. Nothing is lost and nothing ran twice.
+ */
+const droppedDuringAttempt = (url: string, clients: (proxyPort: number) => Effect.Effect<Clients, SqlError, Scope.Scope | Reactivity.Reactivity>) =>
+  Effect.gen(function*() {
+    const target = parseUrl(url)
+    const proxy = yield* startProxy({ host: target.host, port: target.port })
+    const { direct, proxied } = yield* clients(proxy.port)
+    const prefix = uniquePrefix("drop")
+    const tables = tableNames(prefix)
+    yield* Effect.addFinalizer(() =>
+      Effect.orDie(Effect.forEach([tables.jobs, tables.hosts, tables.jobLocks, tables.migrationLocks, tables.migrations], (t) =>
+        direct.unsafe(`DROP TABLE IF EXISTS ${t}`), { discard: true })))
+    yield* Effect.provideService(Effect.flatMap(Migrator.make({ prefix }), (m) => m.run), SqlClient.SqlClient, direct)
+
+    const started = yield* Deferred.make<void>()
+    const gate = yield* Deferred.make<void>()
+    let runs = 0
+    const Slow = Job.define({
+      name: "slow",
+      schema: Gate,
+      concurrencyKey: "drop",
+      perform: () => Effect.zipRight(Effect.sync(() => runs++), Effect.zipRight(Deferred.succeed(started, undefined), Deferred.await(gate)))
+    })
+    const logs: Array<string> = []
+    const logger = Logger.make(({ message }) => logs.push(Array.isArray(message) ? message.map(String).join(" ") : String(message)))
+    const services = Leasehold.layer({ jobs: [Slow], prefix }).pipe(Layer.provide(Layer.succeed(SqlClient.SqlClient, proxied)))
+
+    const id = yield* Job.enqueue(Slow, { n: 1 }).pipe(Effect.provide(services))
+    const attempt = yield* Worker.processNext({ host: "drop-host" }).pipe(
+      Effect.provide(services),
+      Effect.provide(Logger.replace(Logger.defaultLogger, logger)),
+      Effect.fork
+    )
+    yield* Deferred.await(started)
+    yield* proxy.cut()
+    yield* Deferred.succeed(gate, undefined)
+    yield* Effect.sleep("1 second")
+    yield* proxy.restore()
+    const result = yield* Fiber.join(attempt).pipe(Effect.timeoutFail({ duration: HANG, onTimeout: () => "the attempt hung" }))
+
+    expect(result._tag).toBe("Completed")
+    expect(result._tag === "Completed" && result.leaseLost).toBe(false)
+    expect(runs).toBe(1)
+    expect(logs.some((l) => l.includes(`finishing job ${id.id}: connection lost`))).toBe(true)
+    const store = yield* Effect.provideService(JobStore.make({ prefix }), SqlClient.SqlClient, direct)
+    const row = Option.getOrThrow(yield* store.get(id.id))
+    expect({ status: row.status, attempts: row.attempts }).toEqual({ status: "completed", attempts: 1 })
+    const leases = yield* Effect.provideService(LeaseLock.make({ table: tables.jobLocks }), SqlClient.SqlClient, direct)
+    expect(yield* leases.list).toEqual([])
+  }).pipe(scopedBounded, Effect.provide(Reactivity.layer))
+
+describe("A connection dropped during an attempt (TCP proxy)", () => {
+  it.live("PostgreSQL: the outcome is written once the network is back; the job runs once and completes", () =>
+    droppedDuringAttempt(PG_URL, pgClients), { timeout: 120_000 })
+
+  it.live("MariaDB: the outcome is written once the network is back; the job runs once and completes", () =>
+    droppedDuringAttempt(MYSQL_URL, mysqlClients), { timeout: 120_000 })
 })

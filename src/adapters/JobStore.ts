@@ -6,14 +6,14 @@
  */
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Either, Layer, Option, Schedule } from "effect"
 import type { JobStatus, ReapDecision } from "../core/jobs.ts"
 import { decodeEpochMs } from "../core/lease.ts"
 import { dialectOf } from "./dialects.ts"
 import * as LeaseLock from "./LeaseLock.ts"
-import { inTransaction } from "./LeaseLock.ts"
+import { decodeLeaseRow, inTransaction } from "./LeaseLock.ts"
 import type { LeaseLockApi } from "./LeaseLock.ts"
-import { jobStatements, type Statement } from "./sql.ts"
+import { jobStatements, leaseStatements, type Outcome, type Statement } from "./sql.ts"
 import { type TableNames, tableNames } from "./tables.ts"
 
 /** One row of the jobs table. Times are epoch ms. */
@@ -77,6 +77,55 @@ export type ClaimResult =
   | { readonly _tag: "NothingDue" }
   | { readonly _tag: "Capped"; readonly running: number }
 
+export type { Outcome } from "./sql.ts"
+
+/** What ends an attempt. */
+export interface FinishInput {
+  readonly id: string
+  readonly token: string
+  readonly now: number
+  readonly outcome: Outcome
+  /** The lease the attempt holds, to release (and hand off) with the outcome. */
+  readonly lease?: string | undefined
+}
+
+/**
+ * What `finish` did. `written` false: fenced (the claim was reaped and re-claimed). `lease`:
+ * `released`, `lost` (not ours any more: taken over after it expired), `unknown` (the release
+ * failed, or a retry after a lost connection cannot tell), or `none` (no lease).
+ */
+export interface Finished {
+  readonly written: boolean
+  readonly lease: "none" | "released" | "lost" | "unknown"
+}
+
+/** A claimed row as the claim leaves it: processing, one more attempt, our token and host. */
+export const applyClaim = (row: JobRow, input: ClaimInput): JobRow => ({
+  ...row,
+  status: "processing",
+  attempts: row.attempts + 1,
+  claimToken: input.claimToken,
+  claimedBy: input.host,
+  heartbeatAt: null,
+  updatedAt: input.now,
+  claimTimeout: input.timeoutCap !== undefined && (row.claimTimeout === null || row.claimTimeout > input.timeoutCap)
+    ? input.timeoutCap
+    : row.claimTimeout
+})
+
+/** Whether `row` shows `outcome` written by the attempt holding `token` (after a reply was lost). */
+export const showsOutcome = (row: JobRow, token: string, outcome: Outcome): boolean => {
+  switch (outcome._tag) {
+    case "Complete":
+      return row.status === "completed" && row.claimToken === token
+    case "Kill":
+      return row.status === "failed" && row.claimToken === token && row.lastError === outcome.error
+    case "Retry":
+      // The token is cleared by a retry; the error and run_at it wrote identify it well enough.
+      return row.status === "pending" && row.claimToken === null && row.lastError === outcome.error && row.runAt === outcome.runAt
+  }
+}
+
 /** One row of the hosts table. */
 export interface HostRow {
   readonly host: string
@@ -111,12 +160,13 @@ export interface JobStoreApi {
   readonly insert: (job: NewJob) => Effect.Effect<{ readonly id: string; readonly duplicate: boolean }, SqlError>
   /** Claims the first due job it can win (priority DESC, run_at ASC), atomically. */
   readonly claim: (input: ClaimInput) => Effect.Effect<ClaimResult, SqlError>
-  /** Marks our attempt completed; false when fenced (the claim was reaped and re-claimed). */
-  readonly complete: (id: string, token: string, now: number) => Effect.Effect<boolean, SqlError>
-  /** Sends our failed attempt back to pending at `runAt`, clearing the token; false when fenced. */
-  readonly retry: (id: string, token: string, now: number, runAt: number, error: string) => Effect.Effect<boolean, SqlError>
-  /** Marks our failed attempt dead (`failed`); false when fenced. */
-  readonly kill: (id: string, token: string, now: number, error: string) => Effect.Effect<boolean, SqlError>
+  /**
+   * Ends an attempt: writes its outcome (completed, back to pending for a retry, or dead),
+   * fenced on the claim token, and with `lease` releases that lease (owner-fenced) and hands off
+   * to the next job waiting on it. One statement on PostgreSQL. A lost connection is retried a
+   * bounded number of times (the fences make a second try harmless).
+   */
+  readonly finish: (input: FinishInput) => Effect.Effect<Finished, SqlError>
   /** A busy lease: back to pending at `runAt`, attempt given back, waiting on `leaseName`. */
   readonly defer: (id: string, token: string, now: number, runAt: number, leaseName: string) => Effect.Effect<boolean, SqlError>
   /** Proof of life from a running attempt; false when fenced. */
@@ -235,10 +285,11 @@ export const make = (options: { readonly prefix?: string | undefined } = {}): Ef
         // MySQL has no UPDATE … RETURNING: lock one due row (skipping rows other claimers
         // hold), update it, and read it back, all in one transaction.
         : sql.withTransaction(Effect.gen(function*() {
-          const picked = yield* first(s.pickDue(input), (r) => String(r.id))
+          const picked = yield* first(s.pickDue(input), decodeJobRow)
           if (Option.isNone(picked)) return Option.none()
-          yield* changed(s.claimById(picked.value, input))
-          return yield* first(s.byId(picked.value), decodeJobRow)
+          // We hold the row's lock, so the update matches it and leaves it as applyClaim says.
+          yield* changed(s.claimById(picked.value.id, input))
+          return Option.some(applyClaim(picked.value, input))
         }))
 
     const claim = (input: ClaimInput): Effect.Effect<ClaimResult, SqlError> => {
@@ -278,18 +329,77 @@ export const make = (options: { readonly prefix?: string | undefined } = {}): Ef
         inside ? effect : Effect.retry(effect, { times: 5, while: (e) => dialect.isTransient(e.cause) }))
     const yes = (st: Statement) => retryTransient(Effect.map(changed(st), (n) => n > 0))
 
+    // A lost connection leaves a statement run or not run. finish's writes are all fenced (on
+    // the claim token, the lease owner), so sending one again cannot write twice; a few tries
+    // over about 20 s ride out a blip, well within the reaper's grace of at least 60 s.
+    const reconnect = Schedule.exponential("200 millis").pipe(
+      Schedule.union(Schedule.spaced("5 seconds")),
+      Schedule.intersect(Schedule.recurs(8))
+    )
+    const patiently = <A>(label: string, effect: Effect.Effect<A, SqlError>) =>
+      Effect.flatMap(inTransaction, (inside) =>
+        inside ? effect : Effect.retry(
+          Effect.tapError(effect, (e) =>
+            dialect.isDisconnect(e.cause)
+              ? Effect.logWarning(`${label}: connection lost (${e.message}); trying again`)
+              : Effect.void),
+          { schedule: reconnect, while: (e) => dialect.isDisconnect(e.cause) || dialect.isTransient(e.cause) }
+        ))
+
+    const leaseSql = leaseStatements(dialect.syntax, dialect.lease, tables.jobLocks)
+    // When a retried write reports "fenced", the first try may have run and only its reply been
+    // lost: the row tells.
+    const confirm = (input: FinishInput, written: boolean, retried: boolean) =>
+      written || !retried
+        ? Effect.succeed(written)
+        : Effect.map(first(s.byId(input.id), decodeJobRow), Option.exists((r) => showsOutcome(r, input.token, input.outcome)))
+    // When a retried release found nothing to delete, the first try may have deleted it. A lease
+    // someone took before our finish began was taken over (lost); anything else we released.
+    const lostAfterRetry = (input: FinishInput, name: string) =>
+      Effect.map(first(leaseSql.read(name), decodeLeaseRow), (row): Finished["lease"] =>
+        Option.exists(row, (r) => r.owner !== input.token && r.acquiredAt < input.now) ? "lost" : "released")
+
+    const finish = (input: FinishInput): Effect.Effect<Finished, SqlError> =>
+      Effect.gen(function*() {
+        let tries = 0
+        const counted = <A>(effect: Effect.Effect<A, SqlError>) => Effect.suspend(() => (tries++, effect))
+        const lease = input.lease
+        if (lease !== undefined && s.finish !== undefined) {
+          const st = s.finish(input.id, input.token, input.now, input.outcome, lease)
+          const r = (yield* patiently(`finishing job ${input.id}`, counted(rows(st))))[0] ?? {}
+          const written = yield* confirm(input, int(r.written) > 0, tries > 1)
+          if (int(r.released) > 0) return { written, lease: "released" }
+          return { written, lease: tries > 1 ? yield* lostAfterRetry(input, lease) : "lost" }
+        }
+        const n = yield* patiently(`finishing job ${input.id}`, counted(changed(s.outcome(input.id, input.token, input.now, input.outcome))))
+        const written = yield* confirm(input, n > 0, tries > 1)
+        if (lease === undefined) return { written, lease: "none" }
+        tries = 0
+        const released = yield* Effect.either(patiently(`releasing lease ${lease}`, counted(changed(s.releaseLease(lease, input.token)))))
+        if (Either.isLeft(released)) {
+          yield* Effect.logWarning(`lease ${lease} release failed; it will expire`, released.left)
+          return { written, lease: "unknown" }
+        }
+        if (released.right > 0) {
+          yield* Effect.ignoreLogged(handOff(lease, input.now))
+          return { written, lease: "released" }
+        }
+        return { written, lease: tries > 1 ? yield* lostAfterRetry(input, lease) : "lost" }
+      })
+
+    const handOff = (leaseName: string, now: number) =>
+      Effect.tap(yes(s.handOff(leaseName, now)), (woke) => (woke ? notify(leaseName) : Effect.void))
+
     return JobStore.of({
       tables,
       insert,
       claim: (input) => retryTransient(claim(input)),
-      complete: (id, token, now) => yes(s.complete(id, token, now)),
-      retry: (id, token, now, runAt, error) => yes(s.retry(id, token, now, runAt, error)),
-      kill: (id, token, now, error) => yes(s.kill(id, token, now, error)),
+      finish,
       defer: (id, token, now, runAt, leaseName) => yes(s.defer(id, token, now, runAt, leaseName)),
       heartbeat: (id, token, now) => yes(s.heartbeat(id, token, now)),
       stale: (now, timeout, limit) => jobs(s.stale(now, timeout, limit)),
       reap: (row, decision, now, timeout) => yes(s.reap(row, decision, now, timeout)),
-      handOff: (leaseName, now) => Effect.tap(yes(s.handOff(leaseName, now)), (woke) => (woke ? notify(leaseName) : Effect.void)),
+      handOff,
       get: (id) => first(s.byId(id), decodeJobRow),
       list: (filter) => jobs(s.list(filter)),
       counts: Effect.map(rows(s.counts), (r) =>

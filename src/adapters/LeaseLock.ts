@@ -151,8 +151,14 @@ export const make = (options: { readonly table: string }): Effect.Effect<LeaseLo
     const tryAcquire = (input: AcquireInput) =>
       Effect.gen(function*() {
         const row = yield* acquireRow(input)
-        // Read first: the INSERT is only tried when no row exists, so even MySQL's plain
-        // INSERT rarely meets a duplicate, and a held lease costs one read.
+        if (statements.acquire !== undefined) {
+          // PostgreSQL, SQLite: insert or take over in one statement; a row back means we got it.
+          if ((yield* rows(statements.acquire(row))).length > 0) return true
+          // Held and live: already ours (re-entrant, left unchanged) or someone else's.
+          return Option.contains(yield* ownerOf(row.name), row.owner)
+        }
+        // MySQL: read first. The INSERT is only tried when no row exists, so the plain INSERT
+        // rarely meets a duplicate, and a held lease costs one read.
         const current = yield* ownerOf(row.name)
         if (Option.isSome(current)) return yield* takeOver(row)
         const inserted = yield* Effect.either(changed(statements.insert(row)))

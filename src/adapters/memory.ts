@@ -13,7 +13,7 @@ import { LeaseTableInTransactionError } from "../core/errors.ts"
 import { isExpired, type LeaseRow, mayAcquire } from "../core/lease.ts"
 import { type AcquireInput, acquireRow, LeaseLock, type LeaseLockApi, nowOr, resolveExpiry, validateLease } from "./LeaseLock.ts"
 import { isStale } from "../core/jobs.ts"
-import { type ClaimInput, type ClaimResult, type HostRow, type JobCount, type JobRow, JobLeases, JobStore, type JobStoreApi } from "./JobStore.ts"
+import { applyClaim, type ClaimInput, type ClaimResult, type HostRow, type JobCount, type JobRow, JobLeases, JobStore, type JobStoreApi } from "./JobStore.ts"
 import { checkIdentifier, REAPED_DEAD, REAPED_RETRY } from "./sql.ts"
 import { tableNames } from "./tables.ts"
 
@@ -175,6 +175,13 @@ export const makeMemoryJobStore = (db: MemoryDatabaseApi, options: { readonly pr
     })
   const ours = (token: string) => (row: JobRow) => row.status === "processing" && row.claimToken === token
 
+  const handOff = (leaseName: string, now: number) =>
+    jobsTable((rows) => {
+      const next = [...rows.values()].filter((r) => r.leaseName === leaseName && r.status === "pending").sort(byPriorityThenAge)[0]
+      if (next === undefined) return [false]
+      return [true, put(rows, next.id, { ...next, runAt: Math.min(next.runAt, now) })]
+    })
+
   const running = (rows: ReadonlyMap<string, JobRow>, host: string) =>
     [...rows.values()].filter((r) => r.claimedBy === host && r.status === "processing").length
 
@@ -191,19 +198,7 @@ export const makeMemoryJobStore = (db: MemoryDatabaseApi, options: { readonly pr
         )
         .sort(byPriorityThenRunAt)[0]
       if (due === undefined) return [{ _tag: "NothingDue" }]
-      const claimTimeout = input.timeoutCap !== undefined && (due.claimTimeout === null || due.claimTimeout > input.timeoutCap)
-        ? input.timeoutCap
-        : due.claimTimeout
-      const job: JobRow = {
-        ...due,
-        status: "processing",
-        attempts: due.attempts + 1,
-        claimToken: input.claimToken,
-        claimedBy: input.host,
-        heartbeatAt: null,
-        updatedAt: input.now,
-        claimTimeout
-      }
+      const job = applyClaim(due, input)
       return [{ _tag: "Claimed", job }, put(rows, job.id, job)]
     })
 
@@ -241,12 +236,30 @@ export const makeMemoryJobStore = (db: MemoryDatabaseApi, options: { readonly pr
         return [{ id: job.id, duplicate: false }, put(rows, job.id, row)]
       }),
     claim,
-    complete: (id, token, now) =>
-      update(id, ours(token), (r) => ({ ...r, status: "completed", completedAt: now, updatedAt: now })),
-    retry: (id, token, now, runAt, error) =>
-      update(id, ours(token), (r) => ({ ...r, status: "pending", runAt, lastError: error, claimToken: null, updatedAt: now })),
-    kill: (id, token, now, error) =>
-      update(id, ours(token), (r) => ({ ...r, status: "failed", failedAt: now, lastError: error, updatedAt: now })),
+    finish: (input) =>
+      Effect.gen(function*() {
+        const { id, now, outcome, token } = input
+        const written = yield* update(id, ours(token), (r): JobRow => {
+          switch (outcome._tag) {
+            case "Complete":
+              return { ...r, status: "completed", completedAt: now, updatedAt: now }
+            case "Retry":
+              return { ...r, status: "pending", runAt: outcome.runAt, lastError: outcome.error, claimToken: null, updatedAt: now }
+            case "Kill":
+              return { ...r, status: "failed", failedAt: now, lastError: outcome.error, updatedAt: now }
+          }
+        })
+        const lease = input.lease
+        if (lease === undefined) return { written, lease: "none" as const }
+        const released = yield* modifyTable(db, tables.jobLocks, (rows: ReadonlyMap<string, LeaseRow>) => {
+          if (rows.get(lease)?.owner !== token) return [false]
+          const next = new Map(rows)
+          next.delete(lease)
+          return [true, next]
+        })
+        if (released) yield* handOff(lease, now)
+        return { written, lease: released ? "released" as const : "lost" as const }
+      }),
     defer: (id, token, now, runAt, leaseName) =>
       update(id, (r) => ours(token)(r) && r.attempts > 0, (r) => ({
         ...r,
@@ -275,12 +288,7 @@ export const makeMemoryJobStore = (db: MemoryDatabaseApi, options: { readonly pr
           }
         }
       ),
-    handOff: (leaseName, now) =>
-      jobsTable((rows) => {
-        const next = [...rows.values()].filter((r) => r.leaseName === leaseName && r.status === "pending").sort(byPriorityThenAge)[0]
-        if (next === undefined) return [false]
-        return [true, put(rows, next.id, { ...next, runAt: Math.min(next.runAt, now) })]
-      }),
+    handOff,
     get: (id) => jobsTable((rows) => [Option.fromNullable(rows.get(id))]),
     list: (f) =>
       jobsTable((rows) => [

@@ -3,7 +3,7 @@
  * `affectedRows` (mysql2 counts matched rows). Tables use utf8mb4 with a binary collation so
  * names compare exactly as written (the server default is case-insensitive).
  */
-import { type Dialect, errorCode, type Syntax, sqlFor } from "./sql.ts"
+import { type Dialect, errorCode, isNetworkError, JOB_COLUMNS, type Syntax, sqlFor } from "./sql.ts"
 
 const syntax: Syntax = {
   name: "mysql",
@@ -36,11 +36,11 @@ export const mysql: Dialect = {
     // then finds the existing job by its key.
     insert: ({ sql, jobs }, j) =>
       sql`INSERT INTO ${jobs} (id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, unique_key, run_at, created_at, updated_at) VALUES (${j.id}, ${j.name}, ${j.queue}, ${j.payload}, ${j.priority}, 'pending', 0, ${j.maxRetries}, ${j.claimTimeout}, ${j.uniqueKey}, ${j.runAt}, ${j.now}, ${j.now})`,
-    // No UPDATE … RETURNING: the store locks one due row with this, updates it by id and reads it
-    // back. The claim index must drive the scan: with a filesort, InnoDB locks every due row it
+    // No UPDATE … RETURNING: the store locks one due row with this (reading all of it), updates it
+    // by id and applies the same change to the row it read. The claim index must drive the scan: with a filesort, InnoDB locks every due row it
     // reads before LIMIT applies, and concurrent claimers then skip them all and find nothing.
     pickDue: ({ sql, jobs, claimIndex }, due) =>
-      sql`SELECT id FROM ${jobs} FORCE INDEX (${claimIndex}) WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT 1 FOR UPDATE SKIP LOCKED`,
+      sql`SELECT ${JOB_COLUMNS} FROM ${jobs} FORCE INDEX (${claimIndex}) WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT 1 FOR UPDATE SKIP LOCKED`,
     lockHost: ({ sql, hosts }, host) => sql`SELECT host FROM ${hosts} WHERE host = ${host} FOR UPDATE`,
     // MySQL cannot select from the table it updates; a single-table UPDATE takes ORDER BY and LIMIT.
     handOff: ({ sql, jobs }, leaseName, now) =>
@@ -51,5 +51,9 @@ export const mysql: Dialect = {
       sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining) VALUES (${host}, ${now}, ${now}, 0, 0, 0) ON DUPLICATE KEY UPDATE host = host`
   },
   isTransient: (cause) => ["ER_LOCK_DEADLOCK", "ER_LOCK_WAIT_TIMEOUT"].includes(errorCode(cause) ?? ""),
+  // mysql2 marks an error that ended the connection `fatal`; the codes cover a refused connect.
+  isDisconnect: (cause) =>
+    (cause as { fatal?: unknown } | null)?.fatal === true || isNetworkError(cause) ||
+    ["PROTOCOL_CONNECTION_LOST", "PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR", "ER_SERVER_SHUTDOWN", "ER_CON_COUNT_ERROR"].includes(errorCode(cause) ?? ""),
   affectedRows: (raw) => Number((raw as { affectedRows?: number }).affectedRows ?? 0)
 }

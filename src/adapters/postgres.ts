@@ -2,7 +2,7 @@
  * PostgreSQL: every statement that is PostgreSQL's own. Placeholders are `$1…`; BIGINT comes
  * back as a string; row counts are `rowCount`.
  */
-import { type Dialect, errorCode, JOB_COLUMNS, type Syntax, sqlFor } from "./sql.ts"
+import { type Dialect, errorCode, isNetworkError, JOB_COLUMNS, type Syntax, sqlFor } from "./sql.ts"
 
 const syntax: Syntax = {
   name: "pg",
@@ -28,7 +28,12 @@ export const postgres: Dialect = {
     // ON CONFLICT DO NOTHING: a name inserted meanwhile by someone else is no error, so an
     // enclosing transaction is never aborted by a duplicate key.
     insert: (t, row) =>
-      sql`INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt}) ON CONFLICT (lockname) DO NOTHING`
+      sql`INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt}) ON CONFLICT (lockname) DO NOTHING`,
+    // Insert, or take over a lease that expired strictly before now, in one statement that
+    // never raises a duplicate-key error (so an enclosing transaction stays usable). Concurrent
+    // callers on one row queue on its lock and re-check the WHERE, so exactly one wins.
+    acquire: (t, row) =>
+      sql`INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt}) ON CONFLICT (lockname) DO UPDATE SET lockowner = EXCLUDED.lockowner, lockhost = EXCLUDED.lockhost, acquiredat = EXCLUDED.acquiredat, expiresat = EXCLUDED.expiresat WHERE ${t}.expiresat < EXCLUDED.acquiredat RETURNING lockowner`
   },
   jobs: {
     insert: ({ sql, jobs }, j) =>
@@ -45,8 +50,23 @@ export const postgres: Dialect = {
       sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining) VALUES (${host}, ${now}, ${now}, 0, 0, 0) ON CONFLICT (host) DO NOTHING`,
     // SELECT pg_notify: a parameterised NOTIFY is rejected, and this form is delivered only
     // when the surrounding transaction commits.
-    notify: ({ sql }, channel, payload) => sql`SELECT pg_notify(${channel}, ${payload})`
+    notify: ({ sql }, channel, payload) => sql`SELECT pg_notify(${channel}, ${payload})`,
+    // The outcome, the release and the hand-off in one round trip and one transaction. The
+    // hand-off runs only if the release deleted our row; the waiter woken is notified on commit.
+    finish: ({ sql, jobs, jobLocks }, f) =>
+      sql`WITH done AS (${f.outcome} RETURNING id),
+released AS (DELETE FROM ${jobLocks} WHERE lockname = ${f.leaseName} AND lockowner = ${f.owner} RETURNING lockname),
+woke AS (UPDATE ${jobs} SET run_at = LEAST(run_at, ${f.now}) WHERE id = (SELECT id FROM ${jobs} WHERE lease_name = ${f.leaseName} AND status = 'pending' AND EXISTS (SELECT 1 FROM released) ORDER BY priority DESC, created_at ASC LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id),
+rung AS (SELECT pg_notify(${f.channel}, ${f.leaseName}) FROM woke)
+SELECT (SELECT COUNT(*) FROM done) AS written, (SELECT COUNT(*) FROM released) AS released, (SELECT COUNT(*) FROM rung) AS woke`
   },
   isTransient: (cause) => ["40P01", "40001"].includes(errorCode(cause) ?? ""),
+  // Class 08 (connection exception), 57P01–57P03 (server shutting down or not yet up), a socket
+  // error, or node-postgres's own message for a connection that ended under a query.
+  isDisconnect: (cause) => {
+    const code = errorCode(cause) ?? ""
+    return code.startsWith("08") || ["57P01", "57P02", "57P03"].includes(code) || isNetworkError(cause) ||
+      /Connection terminated|connection timeout|Client has encountered a connection error/i.test(String((cause as Error | null)?.message ?? ""))
+  },
   affectedRows: (raw) => Number((raw as { rowCount?: number | null }).rowCount ?? 0)
 }

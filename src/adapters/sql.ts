@@ -109,6 +109,12 @@ export interface LeaseStatements {
   readonly read: (name: string) => Statement
   /** Inserts a new lease; on PostgreSQL and SQLite a duplicate name inserts nothing instead of failing. */
   readonly insert: (row: LeaseRow) => Statement
+  /**
+   * Insert and take-over as one statement where the dialect has one (PostgreSQL, SQLite): inserts
+   * the row, or takes over an existing one that expired strictly before `now`, and returns a row
+   * only when it did either. It never raises a duplicate-key error.
+   */
+  readonly acquire: ((row: LeaseRow) => Statement) | undefined
   /** Takes over the lease only where it expired strictly before `now`. */
   readonly takeOver: (row: LeaseRow) => Statement
   readonly renew: (name: string, owner: string, expiresAt: number) => Statement
@@ -126,6 +132,8 @@ export interface LeaseDialect {
   readonly createTable: (table: RawSql, tableName: string) => Statement
   readonly tableExists: (tableName: string) => Statement
   readonly insert: (table: RawSql, row: LeaseRow) => Statement
+  /** `INSERT … ON CONFLICT DO UPDATE … WHERE expired RETURNING`, where the database has it. */
+  readonly acquire?: (table: RawSql, row: LeaseRow) => Statement
 }
 
 /** Builds the lease statements for one table from the shared SQL and the dialect's own. */
@@ -138,6 +146,7 @@ export const leaseStatements = (syntax: Syntax, dialect: LeaseDialect, tableName
     read: (name) =>
       sql`SELECT lockname, lockowner, lockhost, acquiredat, expiresat FROM ${t} WHERE lockname = ${name}`,
     insert: (row) => dialect.insert(t, row),
+    acquire: dialect.acquire === undefined ? undefined : (row) => dialect.acquire!(t, row),
     takeOver: (row) =>
       sql`UPDATE ${t} SET lockowner = ${row.owner}, lockhost = ${row.host}, acquiredat = ${row.acquiredAt}, expiresat = ${row.expiresAt} WHERE lockname = ${row.name} AND expiresat < ${row.acquiredAt}`,
     renew: (name, owner, expiresAt) =>
@@ -164,6 +173,23 @@ export interface Dialect {
    * failure), so a statement or claim that ran on its own can safely be retried.
    */
   readonly isTransient: (cause: unknown) => boolean
+  /**
+   * Whether a driver error means the connection was lost or refused: the statement may or may
+   * not have run, so only a statement fenced against running twice may be sent again.
+   */
+  readonly isDisconnect: (cause: unknown) => boolean
+}
+
+/** Socket-level error codes that Node's net module and both network drivers use. */
+const NETWORK_CODES = new Set(["ECONNRESET", "ECONNREFUSED", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENOTFOUND", "EAI_AGAIN"])
+
+/** Whether a cause (or the cause inside it) carries a socket-level error code. */
+export const isNetworkError = (cause: unknown): boolean => {
+  for (let c = cause, depth = 0; c !== null && typeof c === "object" && depth < 4; depth++) {
+    if (NETWORK_CODES.has(errorCode(c) ?? "")) return true
+    c = (c as { cause?: unknown }).cause
+  }
+  return false
 }
 
 /** The driver's error code, if it has one. */
@@ -187,6 +213,8 @@ export interface JobSqlContext {
   readonly sql: (strings: TemplateStringsArray, ...values: ReadonlyArray<unknown>) => Statement
   readonly jobs: RawSql
   readonly hosts: RawSql
+  /** The lease table of exclusive jobs and concurrency keys. */
+  readonly jobLocks: RawSql
   /** The claim index, (status, priority DESC, run_at), named after the jobs table. */
   readonly claimIndex: RawSql
 }
@@ -222,14 +250,38 @@ export interface JobDialect {
   readonly ensureHost: (c: JobSqlContext, host: string, now: number) => Statement
   /** Wakes listening workers, inside the current transaction (PostgreSQL). */
   readonly notify?: (c: JobSqlContext, channel: string, payload: string) => Statement
+  /**
+   * One statement that ends an exclusive attempt (PostgreSQL): writes `outcome` (fenced on the
+   * claim token), releases the lease (owner-fenced) and, only if it did, hands off to the best
+   * waiting job and wakes listeners. Returns one row: written, released, woke (counts).
+   */
+  readonly finish?: (c: JobSqlContext, f: FinishParts) => Statement
 }
+
+/** The pieces of a one-statement finish. */
+export interface FinishParts {
+  /** The fenced outcome UPDATE, without RETURNING. */
+  readonly outcome: Statement
+  readonly leaseName: string
+  /** The attempt's claim token, which owns the lease. */
+  readonly owner: string
+  readonly now: number
+  readonly channel: string
+}
+
+/** What an attempt's outcome writes (fenced on its claim token). */
+export type Outcome =
+  | { readonly _tag: "Complete" }
+  | { readonly _tag: "Retry"; readonly runAt: number; readonly error: string }
+  | { readonly _tag: "Kill"; readonly error: string }
 
 /** The job and host statements for one dialect and one table prefix. */
 export const jobStatements = (dialect: Dialect, tables: TableNames) => {
   const sql = sqlFor(dialect.syntax)
   const jobs = new RawSql(dialect.syntax.quote(checkIdentifier(tables.jobs)))
   const hosts = new RawSql(dialect.syntax.quote(checkIdentifier(tables.hosts)))
-  const c: JobSqlContext = { sql, jobs, hosts, claimIndex: new RawSql(dialect.syntax.quote(claimIndexName(tables.jobs))) }
+  const jobLocks = new RawSql(dialect.syntax.quote(checkIdentifier(tables.jobLocks)))
+  const c: JobSqlContext = { sql, jobs, hosts, jobLocks, claimIndex: new RawSql(dialect.syntax.quote(claimIndexName(tables.jobs))) }
   const d = dialect.jobs
   const cols = JOB_COLUMNS
   const empty = sql``
@@ -250,6 +302,17 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
   // Timeouts are at most MAX_TIMEOUT_SECONDS, so the grace in ms fits a 32-bit integer.
   const staleAt = (now: number, timeout: number) =>
     sql`status = 'processing' AND COALESCE(heartbeat_at, updated_at) + (COALESCE(claim_timeout, ${timeout}) + CASE WHEN COALESCE(claim_timeout, ${timeout}) > 60 THEN COALESCE(claim_timeout, ${timeout}) ELSE 60 END) * 1000 < ${now}`
+  const outcome = (id: string, token: string, now: number, o: Outcome): Statement => {
+    const ours = sql`WHERE id = ${id} AND status = 'processing' AND claim_token = ${token}`
+    switch (o._tag) {
+      case "Complete":
+        return sql`UPDATE ${jobs} SET status = 'completed', completed_at = ${now}, updated_at = ${now} ${ours}`
+      case "Retry":
+        return sql`UPDATE ${jobs} SET status = 'pending', run_at = ${o.runAt}, last_error = ${o.error}, claim_token = NULL, updated_at = ${now} ${ours}`
+      case "Kill":
+        return sql`UPDATE ${jobs} SET status = 'failed', failed_at = ${now}, last_error = ${o.error}, updated_at = ${now} ${ours}`
+    }
+  }
   const reapGuard = (row: { readonly id: string; readonly attempts: number }, now: number, timeout: number) =>
     sql`WHERE id = ${row.id} AND attempts = ${row.attempts} AND ${staleAt(now, timeout)}`
 
@@ -269,12 +332,12 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
     countRunning,
     lockHost: d.lockHost === undefined ? undefined : (host: string) => d.lockHost!(c, host),
     ensureHost: (host: string, now: number) => d.ensureHost(c, host, now),
-    complete: (id: string, token: string, now: number) =>
-      sql`UPDATE ${jobs} SET status = 'completed', completed_at = ${now}, updated_at = ${now} WHERE id = ${id} AND status = 'processing' AND claim_token = ${token}`,
-    retry: (id: string, token: string, now: number, runAt: number, error: string) =>
-      sql`UPDATE ${jobs} SET status = 'pending', run_at = ${runAt}, last_error = ${error}, claim_token = NULL, updated_at = ${now} WHERE id = ${id} AND status = 'processing' AND claim_token = ${token}`,
-    kill: (id: string, token: string, now: number, error: string) =>
-      sql`UPDATE ${jobs} SET status = 'failed', failed_at = ${now}, last_error = ${error}, updated_at = ${now} WHERE id = ${id} AND status = 'processing' AND claim_token = ${token}`,
+    outcome,
+    /** Releases an attempt's job lease (owner-fenced). */
+    releaseLease: (leaseName: string, owner: string) =>
+      sql`DELETE FROM ${jobLocks} WHERE lockname = ${leaseName} AND lockowner = ${owner}`,
+    finish: d.finish === undefined ? undefined : (id: string, token: string, now: number, o: Outcome, leaseName: string) =>
+      d.finish!(c, { outcome: outcome(id, token, now, o), leaseName, owner: token, now, channel: tables.channel }),
     defer: (id: string, token: string, now: number, runAt: number, leaseName: string) =>
       sql`UPDATE ${jobs} SET status = 'pending', attempts = attempts - 1, run_at = ${runAt}, claim_token = NULL, lease_name = ${leaseName}, updated_at = ${now} WHERE id = ${id} AND status = 'processing' AND claim_token = ${token} AND attempts > 0`,
     heartbeat: (id: string, token: string, now: number) =>

@@ -25,7 +25,10 @@ export const sqlite: Dialect = {
 )`,
     tableExists: (name) => sql`SELECT 1 AS present FROM sqlite_master WHERE type = 'table' AND name = ${name}`,
     insert: (t, row) =>
-      sql`INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt}) ON CONFLICT (lockname) DO NOTHING`
+      sql`INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt}) ON CONFLICT (lockname) DO NOTHING`,
+    // Insert, or take over a lease that expired strictly before now, in one statement.
+    acquire: (t, row) =>
+      sql`INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt}) ON CONFLICT (lockname) DO UPDATE SET lockowner = excluded.lockowner, lockhost = excluded.lockhost, acquiredat = excluded.acquiredat, expiresat = excluded.expiresat WHERE expiresat < excluded.acquiredat RETURNING lockowner`
   },
   jobs: {
     insert: ({ sql, jobs }, j) =>
@@ -42,5 +45,7 @@ export const sqlite: Dialect = {
       sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining) VALUES (${host}, ${now}, ${now}, 0, 0, 0) ON CONFLICT (host) DO NOTHING`
   },
   isTransient: (cause) => ["SQLITE_BUSY", "SQLITE_BUSY_SNAPSHOT"].includes(errorCode(cause) ?? ""),
+  // In-process: there is no connection to lose.
+  isDisconnect: () => false,
   affectedRows: (raw) => Number((raw as { changes?: number }).changes ?? 0)
 }

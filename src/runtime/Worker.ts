@@ -22,6 +22,7 @@ import {
   Layer,
   Metric,
   Option,
+  Queue,
   Redacted,
   Ref,
   Schedule,
@@ -43,7 +44,7 @@ import {
 } from "../core/errors.ts"
 import { type BackoffOptions, MAX_TIMEOUT_SECONDS, countsTowardLimit, cutError, decideFailure, decideReap, DEFAULT_BACKOFF, emptyTally, type QueueTally } from "../core/jobs.ts"
 import { busyDelaySeconds, DEFAULT_CLAIM_TIMEOUT_SECONDS, isExpired, leaseExpiresAt, leaseInputProblem, leaseNameFor } from "../core/lease.ts"
-import { JobLeases, type JobRow, JobStore } from "../adapters/JobStore.ts"
+import { JobLeases, type JobRow, JobStore, type Outcome } from "../adapters/JobStore.ts"
 import type { LeaseLockApi } from "../adapters/LeaseLock.ts"
 import { defaultHost, type HeldLease, JobContext, type JobContextApi, Jobs, type RegisteredJob } from "./Job.ts"
 
@@ -211,17 +212,48 @@ const drainState = (store: JobStore["Type"], host: string, now: number) =>
       )
   })
 
-/** Records a failed attempt: retry with backoff while retries remain, else dead; fenced on the token. */
-const recordFailure = (job: JobRow, backoff: BackoffOptions, error: string, leaseLost: boolean) =>
+/** Logs a lease found taken over at the end of a run, naming both owners. */
+const warnLeaseLost = (name: string, token: string) =>
+  Effect.gen(function*() {
+    const leases = yield* JobLeases
+    const holder = Option.getOrNull(Option.map(yield* Effect.orElseSucceed(leases.read(name), () => Option.none()), (r) => r.owner))
+    yield* Effect.logWarning(
+      `lease ${name} was lost before the run ended: held by ${holder ?? "nobody"}, not by this attempt (${token}); ` +
+        "the run may have overlapped another"
+    )
+  })
+
+/**
+ * Writes an attempt's outcome, fenced on its claim token, and with `lease` releases that lease
+ * and hands off to the next job waiting on it (one statement on PostgreSQL). A lease found taken
+ * over is logged with both owners and reported as `leaseLost`.
+ */
+const finishAttempt = (job: JobRow, outcome: Outcome, lease: string | undefined) =>
   Effect.gen(function*() {
     const store = yield* JobStore
     const now = yield* Clock.currentTimeMillis
     const token = job.claimToken!
+    const finished = yield* store.finish({ id: job.id, token, now, outcome, lease })
+    if (lease !== undefined && finished.lease === "lost") yield* warnLeaseLost(lease, token)
+    if (lease !== undefined && finished.lease === "unknown") {
+      yield* Effect.logInfo(`lease ${lease}: after a lost connection it cannot be told whether the release took; it expires by itself`)
+    }
+    return { written: finished.written, leaseLost: finished.lease === "lost" }
+  })
+
+/**
+ * Records a failed attempt: retry with backoff while retries remain, else dead; fenced on the
+ * token. With `lease`, the lease is released in the same step.
+ */
+const recordFailure = (job: JobRow, backoff: BackoffOptions, error: string, lease: string | undefined) =>
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
     const decision = decideFailure(job, backoff, now)
     const message = cutError(error)
-    const written = decision._tag === "Retry"
-      ? yield* store.retry(job.id, token, now, decision.runAt, message)
-      : yield* store.kill(job.id, token, now, message)
+    const outcome: Outcome = decision._tag === "Retry"
+      ? { _tag: "Retry", runAt: decision.runAt, error: message }
+      : { _tag: "Kill", error: message }
+    const { leaseLost, written } = yield* finishAttempt(job, outcome, lease)
     if (!written) {
       yield* Effect.logWarning(`attempt fenced: its claim was reaped and re-claimed; its failure was not recorded (${message})`)
       return ProcessResult.Fenced({ job: jobRef(job), leaseLost })
@@ -316,7 +348,7 @@ const runClaimed = (job: JobRow, o: Resolved): Effect.Effect<ProcessResult, SqlE
 
     const registered = jobs.get(job.name)
     if (Option.isNone(registered)) {
-      return yield* recordFailure(job, DEFAULT_BACKOFF, describe(Cause.fail(new UnknownJobTypeError({ name: job.name }))), false)
+      return yield* recordFailure(job, DEFAULT_BACKOFF, describe(Cause.fail(new UnknownJobTypeError({ name: job.name }))), undefined)
     }
     const type = registered.value.type
     const decoded = yield* Effect.either(
@@ -327,7 +359,7 @@ const runClaimed = (job: JobRow, o: Resolved): Effect.Effect<ProcessResult, SqlE
     )
     if (Either.isLeft(decoded)) {
       const error = new PayloadError({ jobName: job.name, reason: `stored payload no longer decodes: ${decoded.left}` })
-      return yield* recordFailure(job, type.backoff, describe(Cause.fail(error)), false)
+      return yield* recordFailure(job, type.backoff, describe(Cause.fail(error)), undefined)
     }
     const payload = decoded.right
 
@@ -341,7 +373,7 @@ const runClaimed = (job: JobRow, o: Resolved): Effect.Effect<ProcessResult, SqlE
         Effect.zipRight(ensureLockTable(leases), leases.tryAcquire({ name: leaseName, owner: token, host: o.host, now, expiresAt }))
       )
       if (Either.isLeft(acquired)) {
-        return yield* recordFailure(job, type.backoff, describe(Cause.fail(acquired.left)), false)
+        return yield* recordFailure(job, type.backoff, describe(Cause.fail(acquired.left)), undefined)
       }
       if (!acquired.right) {
         // Busy: perform does not run; the job waits, its attempt given back.
@@ -370,26 +402,28 @@ const runClaimed = (job: JobRow, o: Resolved): Effect.Effect<ProcessResult, SqlE
     const timedOut = Exit.isFailure(exit) && Option.exists(Cause.failureOption(exit.cause), (e) => e instanceof JobTimeoutError)
     const fencedInside = Exit.isFailure(exit) && Option.exists(Cause.failureOption(exit.cause), (e) => e instanceof Fenced)
 
-    // Record the outcome, fenced on the claim token.
+    // Record the outcome, fenced on the claim token. The lease goes with it, except after a
+    // timeout: perform may still be running, so the lease is left to expire.
+    const release = timedOut ? undefined : held?.name
     let result: ProcessResult
     if (fencedInside) {
       yield* Effect.logWarning("attempt fenced: perform stopped on a fenced heartbeat; nothing recorded")
       result = ProcessResult.Fenced({ job: jobRef(job), leaseLost: false })
+      if (release !== undefined) result = yield* releaseFenced(job, release, result)
     } else if (Exit.isSuccess(exit)) {
-      const now = yield* Clock.currentTimeMillis
-      if (yield* store.complete(job.id, token, now)) {
+      const { leaseLost, written } = yield* finishAttempt(job, { _tag: "Complete" }, release)
+      if (written) {
         yield* Effect.logDebug("completed")
-        result = ProcessResult.Completed({ job: jobRef(job), leaseLost: false })
+        result = ProcessResult.Completed({ job: jobRef(job), leaseLost })
       } else {
         yield* Effect.logWarning("attempt fenced: it finished, but its claim had been reaped and re-claimed; nothing recorded")
-        result = ProcessResult.Fenced({ job: jobRef(job), leaseLost: false })
+        result = ProcessResult.Fenced({ job: jobRef(job), leaseLost })
       }
     } else {
-      result = yield* recordFailure(job, type.backoff, describe(exit.cause), false)
+      result = yield* recordFailure(job, type.backoff, describe(exit.cause), release)
     }
 
-    // After a timeout the lease is not released (perform may still be running, so it is left
-    // to expire), but a lease already taken over is still a possible overlap: report it.
+    // A timed-out run whose lease was already taken over is still a possible overlap: report it.
     if (held !== undefined && timedOut) {
       const owner = yield* Effect.orElseSucceed(leases.ownerOf(held.name), () => Option.some(token))
       if (!Option.contains(owner, token)) {
@@ -400,31 +434,37 @@ const runClaimed = (job: JobRow, o: Resolved): Effect.Effect<ProcessResult, SqlE
         result = withLeaseLost(result)
       }
     }
-    // Otherwise release the lease, then hand off to the next job waiting on it.
-    if (held !== undefined && !timedOut) {
-      const released = yield* Effect.either(leases.release({ name: held.name, owner: token }))
-      if (Either.isLeft(released)) {
-        yield* Effect.logWarning(`lease ${held.name} release failed; it will expire`, released.left)
-      } else if (released.right) {
-        const now = yield* Clock.currentTimeMillis
-        yield* Effect.ignoreLogged(store.handOff(held.name, now))
-      } else {
-        const holder = Option.getOrNull(Option.map(yield* Effect.orElseSucceed(leases.read(held.name), () => Option.none()), (r) => r.owner))
-        yield* Effect.logWarning(
-          `lease ${held.name} was lost before the run ended: held by ${holder ?? "nobody"}, not by this attempt (${token}); ` +
-            "the run may have overlapped another"
-        )
-        result = withLeaseLost(result)
-      }
-    }
     return result
   }).pipe(Effect.annotateLogs({ jobId: job.id, jobName: job.name, attempt: job.attempts }))
+
+/** A fenced attempt writes no outcome but still gives its lease back (owner-fenced) and hands off. */
+const releaseFenced = (job: JobRow, name: string, result: ProcessResult) =>
+  Effect.gen(function*() {
+    const leases = yield* JobLeases
+    const store = yield* JobStore
+    const token = job.claimToken!
+    const released = yield* Effect.either(leases.release({ name, owner: token }))
+    if (Either.isLeft(released)) {
+      yield* Effect.logWarning(`lease ${name} release failed; it will expire`, released.left)
+      return result
+    }
+    if (released.right) {
+      yield* Effect.ignoreLogged(store.handOff(name, yield* Clock.currentTimeMillis))
+      return result
+    }
+    yield* warnLeaseLost(name, token)
+    return withLeaseLost(result)
+  })
 
 const withLeaseLost = (r: ProcessResult): ProcessResult =>
   r._tag === "Completed" || r._tag === "Failed" || r._tag === "Fenced" ? { ...r, leaseLost: true } : r
 
 /** Claims one due job and runs it (no reap, no drain check). */
 export const claimAndRun = (options: ProcessOptions = {}): Effect.Effect<ProcessResult, SqlError | WorkerConfigError, WorkerServices> =>
+  claimThenRun(options, Effect.void)
+
+// claimAndRun with a step between the claim and the run (the worker uses it to wake a peer).
+const claimThenRun = (options: ProcessOptions, onClaimed: Effect.Effect<void>) =>
   Effect.gen(function*() {
     const o = yield* resolve(options)
     const store = yield* JobStore
@@ -443,6 +483,7 @@ export const claimAndRun = (options: ProcessOptions = {}): Effect.Effect<Process
       case "Capped":
         return ProcessResult.Capped({ running: claimed.running })
       case "Claimed":
+        yield* onClaimed
         return yield* runClaimed(claimed.job, o)
     }
   })
@@ -617,7 +658,7 @@ export interface WorkerStats extends QueueTally {
 export interface WorkerApi {
   readonly host: string
   readonly stats: Effect.Effect<WorkerStats>
-  /** Wakes idle fibers now (as a notification would). */
+  /** Wakes an idle fiber now (as a notification would); one that finds work wakes another. */
   readonly wake: Effect.Effect<void>
 }
 
@@ -653,14 +694,16 @@ export const make = (config: WorkerConfig = {}): Effect.Effect<WorkerApi, Worker
 
     const stats = yield* Ref.make<WorkerStats>({ ...emptyTally, host: o.host, running: 0, reaped: 0, notified: 0 })
     const stopping = yield* Ref.make(false)
-    // The doorbell: idle fibers wait on the current Deferred; a ring completes it and sets a new one.
-    const bell = yield* Ref.make(yield* Deferred.make<void>())
-    const ring = Effect.flatMap(Deferred.make<void>(), (next) =>
-      Effect.flatMap(Ref.getAndSet(bell, next), (old) => Deferred.succeed(old, undefined)))
-    // Read the bell, then the stop flag: the stop sets the flag before it rings, so a fiber
-    // that got the new (unrung) bell sees the flag and does not wait.
-    const idle = Effect.flatMap(Ref.get(bell), (d) =>
-      Effect.flatMap(Ref.get(stopping), (stop) => (stop ? Effect.void : Effect.race(Deferred.await(d), Effect.sleep(poll)))))
+    // The doorbell: a ring wakes one idle fiber (a notification means about one job came due),
+    // and a fiber woken by it that claims a job rings again, so a burst wakes fibers one by one
+    // while a single hand-off wakes one fiber, not all. At most `concurrency` rings wait, so
+    // rings while every fiber is busy cost at most that many empty claims later.
+    const bell = yield* Queue.dropping<void>(concurrency)
+    const ring = Effect.asVoid(Queue.offer(bell, undefined))
+    // Returns whether a ring (rather than the poll interval) ended the wait. The stop sets the
+    // flag before it rings every fiber, so a fiber that read the flag unset still gets a ring.
+    const idle = Effect.flatMap(Ref.get(stopping), (stop) =>
+      stop ? Effect.succeed(false) : Effect.race(Effect.as(Queue.take(bell), true), Effect.as(Effect.sleep(poll), false)))
 
     const touch = Effect.flatMap(Clock.currentTimeMillis, (now) =>
       store.touchHost(o.host, now, { maxConcurrent: o.hostCap ?? 0, codeVersion: config.codeVersion ?? null }))
@@ -703,20 +746,24 @@ export const make = (config: WorkerConfig = {}): Effect.Effect<WorkerApi, Worker
     })
 
     const loop = Effect.gen(function*() {
+      let woken = false
       while (!(yield* Ref.get(stopping))) {
         if (yield* isDraining) {
           yield* idle
           continue
         }
         const started = yield* Clock.currentTimeMillis
-        const result = yield* Effect.acquireUseRelease(running(1), () => claimAndRun(options), () => running(-1)).pipe(
+        // Woken and found work: there may be more, so wake one more fiber.
+        const onClaimed = woken ? ring : Effect.void
+        woken = false
+        const result = yield* Effect.acquireUseRelease(running(1), () => claimThenRun(options, onClaimed), () => running(-1)).pipe(
           Effect.catchAll((error) =>
             // A database hiccup (or the database is gone): log, wait a poll, carry on.
             Effect.as(Effect.logWarning("claim failed; retrying after the poll interval", error), ProcessResult.Idle())
           )
         )
         if (result._tag === "Idle" || result._tag === "Capped") {
-          yield* idle
+          woken = yield* idle
           continue
         }
         yield* record(result, (yield* Clock.currentTimeMillis) - started)
@@ -734,7 +781,7 @@ export const make = (config: WorkerConfig = {}): Effect.Effect<WorkerApi, Worker
           if (n > 0) {
             yield* Ref.update(stats, (s) => ({ ...s, reaped: s.reaped + n }))
             yield* Metric.incrementBy(Metrics.reaped, n)
-            yield* ring
+            yield* Effect.repeatN(ring, Math.min(n, concurrency) - 1)
           }
           yield* Effect.ignoreLogged(touch)
         }),
@@ -754,7 +801,7 @@ export const make = (config: WorkerConfig = {}): Effect.Effect<WorkerApi, Worker
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {
         yield* Ref.set(stopping, true)
-        yield* ring
+        yield* Queue.offerAll(bell, Array.from({ length: concurrency }, () => undefined))
         yield* Fiber.interrupt(reaper)
         if (Option.isSome(listener)) yield* Fiber.interrupt(listener.value)
         // Finalizers run uninterruptibly: the wait must be made interruptible for the timeout to cut it.

@@ -5,10 +5,12 @@
  * staleness, reap outcome, lease rules) is made by src/core and passed in.
  */
 import { SqlClient } from "@effect/sql"
+import { randomUUID } from "node:crypto"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Context, Effect, Either, Layer, Option, Schedule } from "effect"
 import type { JobStatus, ReapDecision } from "../core/jobs.ts"
 import { decodeEpochMs } from "../core/lease.ts"
+import { makeBatcher } from "./batching.ts"
 import { dialectOf } from "./dialects.ts"
 import * as LeaseLock from "./LeaseLock.ts"
 import { decodeLeaseRow, inTransaction } from "./LeaseLock.ts"
@@ -292,13 +294,51 @@ export const make = (options: { readonly prefix?: string | undefined } = {}): Ef
           return Option.some(applyClaim(picked.value, input))
         }))
 
+    // Up to `limit` rows in one claim, best first, each with its own fresh token.
+    const claimRows = (input: ClaimInput, limit: number): Effect.Effect<ReadonlyArray<JobRow>, SqlError> => {
+      if (limit <= 1) return Effect.map(claimRow(input), (r) => Option.toArray(r))
+      if (s.claimBatchReturning) {
+        return Effect.map(jobs(s.claimBatchReturning(input, limit)), (r) =>
+          [...r].sort((a, b) => b.priority - a.priority || a.runAt - b.runAt))
+      }
+      return sql.withTransaction(Effect.gen(function*() {
+        const picked = yield* jobs(s.pickDue(input, limit))
+        if (picked.length === 0) return []
+        const tokens = picked.map((r) => ({ id: r.id, token: randomUUID() }))
+        yield* changed(s.claimByIds(input, tokens))
+        return picked.map((r, i) => applyClaim(r, { ...input, claimToken: tokens[i]!.token }))
+      }))
+    }
+
+    // Concurrent uncapped claims (a worker's fibers) go as one statement; see ./batching.ts.
+    // Claims for different queues, hosts or caps are grouped apart; the latest `now` is used.
+    const claimTogether = makeBatcher<ClaimInput, Option.Option<JobRow>, SqlError>(64, (inputs) =>
+      Effect.gen(function*() {
+        const groups = new Map<string, Array<number>>()
+        inputs.forEach((input, i) => {
+          const key = JSON.stringify([input.queues ?? null, input.host, input.timeoutCap ?? null])
+          groups.set(key, [...(groups.get(key) ?? []), i])
+        })
+        const out: Array<Option.Option<JobRow>> = inputs.map(() => Option.none())
+        for (const members of groups.values()) {
+          const first = inputs[members[0]!]!
+          const now = Math.max(...members.map((i) => inputs[i]!.now))
+          const claimed = yield* retryTransient(claimRows({ ...first, now }, members.length))
+          claimed.forEach((row, k) => (out[members[k]!] = Option.some(row)))
+        }
+        return out
+      }))
+
     const claim = (input: ClaimInput): Effect.Effect<ClaimResult, SqlError> => {
       const cap = input.hostCap ?? 0
       if (cap <= 0) {
-        return Effect.map(claimRow(input), Option.match({
-          onNone: (): ClaimResult => ({ _tag: "NothingDue" }),
-          onSome: (job): ClaimResult => ({ _tag: "Claimed", job })
-        }))
+        return Effect.map(
+          Effect.flatMap(inTransaction, (inside) => (inside ? claimRow(input) : claimTogether(input))),
+          Option.match({
+            onNone: (): ClaimResult => ({ _tag: "NothingDue" }),
+            onSome: (job): ClaimResult => ({ _tag: "Claimed", job })
+          })
+        )
       }
       if (s.lockHost === undefined) {
         // SQLite: one statement counts and claims; the database allows one writer at a time.
@@ -359,7 +399,32 @@ export const make = (options: { readonly prefix?: string | undefined } = {}): Ef
       Effect.map(first(leaseSql.read(name), decodeLeaseRow), (row): Finished["lease"] =>
         Option.exists(row, (r) => r.owner !== input.token && r.acquiredAt < input.now) ? "lost" : "released")
 
+    // Concurrent plain completions (no lease) go as one statement, each fenced on its own token.
+    const completeTogether = makeBatcher<FinishInput, boolean, SqlError>(64, (items) =>
+      Effect.gen(function*() {
+        if (items.length === 1) return [yield* finishAlone(items[0]!).pipe(Effect.map((f) => f.written))]
+        let tries = 0
+        const now = Math.max(...items.map((i) => i.now))
+        const st = s.completeBatch(items, now)
+        // Two attempts of one job (one of them fenced) may share a batch: match id and token.
+        const key = (id: unknown, token: unknown) => `${String(id)}\u0000${String(token)}`
+        const sent = yield* patiently(`completing ${items.length} jobs`, Effect.suspend(() => (tries++, dialect.jobs.updateReturning
+          ? Effect.map(rows(st), (r) => new Set(r.map((x) => key(x.id, x.claim_token))))
+          : Effect.map(changed(st), (n) => (n === items.length ? new Set(items.map((i) => key(i.id, i.token))) : undefined)))))
+        if (sent !== undefined && tries === 1) return items.map((i) => sent.has(key(i.id, i.token)))
+        // MySQL with some fenced, or a retry after a lost reply: completion keeps the token, so
+        // the rows tell exactly which were completed by these attempts.
+        const done = new Set((yield* rows(s.completedOf(items.map((i) => i.id)))).map((r) => key(r.id, r.claim_token)))
+        return items.map((i) => done.has(key(i.id, i.token)))
+      }))
+
     const finish = (input: FinishInput): Effect.Effect<Finished, SqlError> =>
+      input.outcome._tag === "Complete" && input.lease === undefined
+        ? Effect.flatMap(inTransaction, (inside) =>
+          inside ? finishAlone(input) : Effect.map(completeTogether(input), (written) => ({ written, lease: "none" as const })))
+        : finishAlone(input)
+
+    const finishAlone = (input: FinishInput): Effect.Effect<Finished, SqlError> =>
       Effect.gen(function*() {
         let tries = 0
         const counted = <A>(effect: Effect.Effect<A, SqlError>) => Effect.suspend(() => (tries++, effect))

@@ -39,8 +39,9 @@ export const mysql: Dialect = {
     // No UPDATE … RETURNING: the store locks one due row with this (reading all of it), updates it
     // by id and applies the same change to the row it read. The claim index must drive the scan: with a filesort, InnoDB locks every due row it
     // reads before LIMIT applies, and concurrent claimers then skip them all and find nothing.
-    pickDue: ({ sql, jobs, claimIndex }, due) =>
-      sql`SELECT ${JOB_COLUMNS} FROM ${jobs} FORCE INDEX (${claimIndex}) WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT 1 FOR UPDATE SKIP LOCKED`,
+    pickDue: ({ sql, jobs, claimIndex }, due, limit) =>
+      sql`SELECT ${JOB_COLUMNS} FROM ${jobs} FORCE INDEX (${claimIndex}) WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
+    updateReturning: false,
     lockHost: ({ sql, hosts }, host) => sql`SELECT host FROM ${hosts} WHERE host = ${host} FOR UPDATE`,
     // MySQL cannot select from the table it updates; a single-table UPDATE takes ORDER BY and LIMIT.
     handOff: ({ sql, jobs }, leaseName, now) =>

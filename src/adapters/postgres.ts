@@ -2,7 +2,7 @@
  * PostgreSQL: every statement that is PostgreSQL's own. Placeholders are `$1…`; BIGINT comes
  * back as a string; row counts are `rowCount`.
  */
-import { type Dialect, errorCode, isNetworkError, JOB_COLUMNS, type Syntax, sqlFor } from "./sql.ts"
+import { type Dialect, errorCode, isNetworkError, JOB_COLUMNS, RawSql, type Syntax, sqlFor } from "./sql.ts"
 
 const syntax: Syntax = {
   name: "pg",
@@ -39,8 +39,10 @@ export const postgres: Dialect = {
     insert: ({ sql, jobs }, j) =>
       sql`INSERT INTO ${jobs} (id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, unique_key, run_at, created_at, updated_at) VALUES (${j.id}, ${j.name}, ${j.queue}, ${j.payload}, ${j.priority}, 'pending', 0, ${j.maxRetries}, ${j.claimTimeout}, ${j.uniqueKey}, ${j.runAt}, ${j.now}, ${j.now}) ON CONFLICT (unique_key) DO NOTHING`,
     // One statement: the subquery locks the best due row, skipping rows other claimers hold.
-    claimReturning: ({ sql, jobs }, { set, due, capped }) =>
-      sql`UPDATE ${jobs} SET ${set} WHERE id = (SELECT id FROM ${jobs} WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT 1 FOR UPDATE SKIP LOCKED)${capped} RETURNING ${JOB_COLUMNS}`,
+    claimReturning: ({ sql, jobs }, { set, due, capped, limit }) =>
+      sql`UPDATE ${jobs} SET ${set} WHERE id IN (SELECT id FROM ${jobs} WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT ${limit} FOR UPDATE SKIP LOCKED)${capped} RETURNING ${JOB_COLUMNS}`,
+    newToken: new RawSql("gen_random_uuid()::text"),
+    updateReturning: true,
     lockHost: ({ sql, hosts }, host) => sql`SELECT host FROM ${hosts} WHERE host = ${host} FOR UPDATE`,
     handOff: ({ sql, jobs }, leaseName, now) =>
       sql`UPDATE ${jobs} SET run_at = LEAST(run_at, ${now}) WHERE id = (SELECT id FROM ${jobs} WHERE lease_name = ${leaseName} AND status = 'pending' ORDER BY priority DESC, created_at ASC LIMIT 1 FOR UPDATE SKIP LOCKED)`,

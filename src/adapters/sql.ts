@@ -74,6 +74,13 @@ const render = (syntax: Syntax, fragment: Fragment, params: Array<unknown>): str
   return text
 }
 
+/** Statements joined with `separator` into one, for a list of conditions or CASE branches. */
+export const joined = (parts: ReadonlyArray<Statement>, separator: string): Statement => {
+  const strings = parts.length === 0 ? [""] : ["", ...parts.slice(1).map(() => separator), ""]
+  const fragment: Fragment = { strings, values: parts }
+  return { sql: "", params: [], fragment }
+}
+
 /**
  * A tagged template that turns `${value}` into a bound parameter, `${RawSql}` into text,
  * `${SqlList}` into a list of parameters and `${statement}` into that statement's SQL (its
@@ -230,16 +237,22 @@ export interface ClaimParts {
   readonly due: Statement
   /** With a host cap on SQLite: `AND (running count) < cap`, else empty. */
   readonly capped: Statement
+  /** How many rows to claim at most. */
+  readonly limit: RawSql
 }
 
 /** What a dialect file supplies for the jobs and hosts tables. */
 export interface JobDialect {
   /** Inserts a job; where the database allows, a taken unique key inserts nothing instead of failing. */
   readonly insert: (c: JobSqlContext, job: NewJob) => Statement
-  /** One statement that claims one due row and returns it (PostgreSQL, SQLite). */
+  /** One statement that claims up to `limit` due rows and returns them (PostgreSQL, SQLite). */
   readonly claimReturning?: (c: JobSqlContext, parts: ClaimParts) => Statement
-  /** Locks one due row for a claim inside a transaction, skipping rows others hold (MySQL). */
-  readonly pickDue?: (c: JobSqlContext, due: Statement) => Statement
+  /** A fresh claim token made by the database, one per row, for batch claims (PostgreSQL, SQLite). */
+  readonly newToken?: RawSql
+  /** Locks up to `limit` due rows for a claim inside a transaction, skipping rows others hold (MySQL). */
+  readonly pickDue?: (c: JobSqlContext, due: Statement, limit: RawSql) => Statement
+  /** Whether UPDATE can return the rows it changed (PostgreSQL, SQLite). */
+  readonly updateReturning: boolean
   /** Locks the host row while counting and claiming under a host cap (PostgreSQL, MySQL). */
   readonly lockHost?: (c: JobSqlContext, host: string) => Statement
   /** Makes the best job waiting on a lease (highest priority, then oldest) due now. */
@@ -294,10 +307,10 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
       ? sql`status = 'pending' AND run_at <= ${input.now}`
       : sql`status = 'pending' AND run_at <= ${input.now} AND queue IN (${new SqlList(input.queues)})`
   // A fresh token, this host, attempts + 1, no heartbeat, and the timeout capped by the worker's.
-  const claimSet = (input: ClaimInput) =>
+  const claimSet = (input: ClaimInput, token: unknown = input.claimToken) =>
     input.timeoutCap === undefined
-      ? sql`status = 'processing', attempts = attempts + 1, claim_token = ${input.claimToken}, claimed_by = ${input.host}, heartbeat_at = NULL, updated_at = ${input.now}`
-      : sql`status = 'processing', attempts = attempts + 1, claim_token = ${input.claimToken}, claimed_by = ${input.host}, heartbeat_at = NULL, updated_at = ${input.now}, claim_timeout = CASE WHEN claim_timeout IS NULL OR claim_timeout > ${input.timeoutCap} THEN ${input.timeoutCap} ELSE claim_timeout END`
+      ? sql`status = 'processing', attempts = attempts + 1, claim_token = ${token}, claimed_by = ${input.host}, heartbeat_at = NULL, updated_at = ${input.now}`
+      : sql`status = 'processing', attempts = attempts + 1, claim_token = ${token}, claimed_by = ${input.host}, heartbeat_at = NULL, updated_at = ${input.now}, claim_timeout = CASE WHEN claim_timeout IS NULL OR claim_timeout > ${input.timeoutCap} THEN ${input.timeoutCap} ELSE claim_timeout END`
   // Stale: last seen (heartbeat, else last update) more than t + max(60, t) seconds ago.
   // Timeouts are at most MAX_TIMEOUT_SECONDS, so the grace in ms fits a 32-bit integer.
   const staleAt = (now: number, timeout: number) =>
@@ -324,11 +337,29 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
       d.claimReturning!(c, {
         set: claimSet(input),
         due: due(input),
-        capped: cap === undefined ? empty : sql` AND (${countRunning(input.host)}) < ${cap}`
+        capped: cap === undefined ? empty : sql` AND (${countRunning(input.host)}) < ${cap}`,
+        limit: literalInt(1)
       }),
-    pickDue: (input: ClaimInput) => d.pickDue!(c, due(input)),
+    /** Claims up to `limit` rows, each with a token the database makes (PostgreSQL, SQLite). */
+    claimBatchReturning: d.claimReturning === undefined || d.newToken === undefined ? undefined : (input: ClaimInput, limit: number) =>
+      d.claimReturning!(c, { set: claimSet(input, d.newToken), due: due(input), capped: empty, limit: literalInt(limit) }),
+    pickDue: (input: ClaimInput, limit = 1) => d.pickDue!(c, due(input), literalInt(limit)),
     claimById: (id: string, input: ClaimInput) =>
       sql`UPDATE ${jobs} SET ${claimSet(input)} WHERE id = ${id} AND status = 'pending'`,
+    /** Claims the locked rows `ids` with one token each (MySQL's batch claim). */
+    claimByIds: (input: ClaimInput, rows: ReadonlyArray<{ readonly id: string; readonly token: string }>) =>
+      sql`UPDATE ${jobs} SET ${claimSet(input, sql`CASE ${joined(rows.map((r) => sql`WHEN id = ${r.id} THEN ${r.token}`), " ")} END`)} WHERE id IN (${new SqlList(rows.map((r) => r.id))}) AND status = 'pending'`,
+    /**
+     * Completes several attempts at once, each fenced on its own token; where the database can,
+     * returns the id and token of each row it completed (two attempts of one job may meet here).
+     */
+    completeBatch: (items: ReadonlyArray<{ readonly id: string; readonly token: string }>, now: number) =>
+      sql`UPDATE ${jobs} SET status = 'completed', completed_at = ${now}, updated_at = ${now} WHERE status = 'processing' AND (${
+        joined(items.map((i) => sql`(id = ${i.id} AND claim_token = ${i.token})`), " OR ")
+      })${d.updateReturning ? sql` RETURNING id, claim_token` : empty}`,
+    /** The id and token of each of `ids` that is completed, to tell which of a batch were ours. */
+    completedOf: (ids: ReadonlyArray<string>) =>
+      sql`SELECT id, claim_token FROM ${jobs} WHERE status = 'completed' AND id IN (${new SqlList(ids)})`,
     countRunning,
     lockHost: d.lockHost === undefined ? undefined : (host: string) => d.lockHost!(c, host),
     ensureHost: (host: string, now: number) => d.ensureHost(c, host, now),

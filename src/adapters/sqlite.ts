@@ -2,7 +2,7 @@
  * SQLite: every statement that is SQLite's own. Placeholders are `?`; INTEGER holds epoch ms;
  * row counts are better-sqlite3's `changes`.
  */
-import { type Dialect, errorCode, JOB_COLUMNS, type Syntax, sqlFor } from "./sql.ts"
+import { type Dialect, errorCode, JOB_COLUMNS, RawSql, type Syntax, sqlFor } from "./sql.ts"
 
 const syntax: Syntax = {
   name: "sqlite",
@@ -35,8 +35,11 @@ export const sqlite: Dialect = {
       sql`INSERT INTO ${jobs} (id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, unique_key, run_at, created_at, updated_at) VALUES (${j.id}, ${j.name}, ${j.queue}, ${j.payload}, ${j.priority}, 'pending', 0, ${j.maxRetries}, ${j.claimTimeout}, ${j.uniqueKey}, ${j.runAt}, ${j.now}, ${j.now}) ON CONFLICT (unique_key) DO NOTHING`,
     // One statement, and SQLite has one writer at a time, so picking and claiming (and, with a
     // host cap, counting) cannot interleave with another claimer.
-    claimReturning: ({ sql, jobs }, { set, due, capped }) =>
-      sql`UPDATE ${jobs} SET ${set} WHERE id = (SELECT id FROM ${jobs} WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT 1)${capped} RETURNING ${JOB_COLUMNS}`,
+    claimReturning: ({ sql, jobs }, { set, due, capped, limit }) =>
+      sql`UPDATE ${jobs} SET ${set} WHERE id IN (SELECT id FROM ${jobs} WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT ${limit})${capped} RETURNING ${JOB_COLUMNS}`,
+    // 36 hex characters, the width of the claim token column.
+    newToken: new RawSql("lower(hex(randomblob(18)))"),
+    updateReturning: true,
     handOff: ({ sql, jobs }, leaseName, now) =>
       sql`UPDATE ${jobs} SET run_at = MIN(run_at, ${now}) WHERE id = (SELECT id FROM ${jobs} WHERE lease_name = ${leaseName} AND status = 'pending' ORDER BY priority DESC, created_at ASC LIMIT 1)`,
     upsertHost: ({ sql, hosts }, host, now, maxConcurrent, codeVersion) =>

@@ -4,9 +4,9 @@
  */
 import { Data } from "effect"
 
-/** A lease name, owner or host that the lock table cannot hold; nothing was written. */
+/** A lease name, owner, host or time that the lock table cannot hold; nothing was written. */
 export class LeaseInputError extends Data.TaggedError("LeaseInputError")<{
-  readonly field: "name" | "owner" | "host" | "expiresAt"
+  readonly field: "name" | "owner" | "host" | "expiresAt" | "now" | "expiredBefore"
   readonly reason: string
 }> {
   override get message() {

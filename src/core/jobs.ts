@@ -20,6 +20,16 @@ export const MAX_NAME_LENGTH = 255
  * × 1000, then fits the 32-bit integer arithmetic of every database.
  */
 export const MAX_TIMEOUT_SECONDS = 1_000_000
+/** The range of the 32-bit INT columns (priority, max_retries) on every database. */
+export const MIN_INT32 = -(2 ** 31)
+export const MAX_INT32 = 2 ** 31 - 1
+/** Whether `n` is a whole number an INT column holds. */
+export const isInt32 = (n: number): boolean => Number.isSafeInteger(n) && n >= MIN_INT32 && n <= MAX_INT32
+/**
+ * Longest backoff delay a job type may declare, in seconds (about 68 years), so that
+ * now + delay stays an exact epoch-ms integer.
+ */
+export const MAX_BACKOFF_SECONDS = MAX_INT32
 /** `last_error` is cut to this many characters. */
 export const MAX_ERROR_LENGTH = 1000
 
@@ -52,7 +62,9 @@ export type FailureDecision =
 
 /**
  * After a failed run: retry (pending, run_at = now + backoff) while attempts ≤ max_retries,
- * otherwise dead. So a job runs at most max_retries + 1 times.
+ * otherwise dead. So a job runs at most max_retries + 1 times. The backoff is rounded to whole
+ * milliseconds (at least 1), since run_at is a BIGINT: a fractional base such as 0.0004 s must
+ * not produce a fractional run_at that a database refuses.
  */
 export const decideFailure = (
   row: { readonly attempts: number; readonly maxRetries: number },
@@ -60,7 +72,7 @@ export const decideFailure = (
   now: number
 ): FailureDecision =>
   row.attempts <= row.maxRetries
-    ? { _tag: "Retry", runAt: now + backoffSeconds(backoff, row.attempts) * 1000 }
+    ? { _tag: "Retry", runAt: now + Math.max(1, Math.round(backoffSeconds(backoff, row.attempts) * 1000)) }
     : { _tag: "Dead" }
 
 /** Grace in seconds after which a processing row with no sign of life is stale: t + max(60, t). */

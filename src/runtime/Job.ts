@@ -2,12 +2,22 @@
  * Job types, the registry that maps names to them, the context a running attempt sees, and
  * enqueue (behaviour.md §4, §7).
  */
-import { Clock, Context, Duration, Effect, Layer, Option, ParseResult, Schema } from "effect"
+import { Clock, Context, Duration, Effect, Either, Layer, Option, ParseResult, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { hostname } from "node:os"
-import { type BackoffOptions, DEFAULT_BACKOFF, MAX_NAME_LENGTH, MAX_TIMEOUT_SECONDS, MAX_UNIQUE_KEY_LENGTH } from "../core/jobs.ts"
+import {
+  type BackoffOptions,
+  DEFAULT_BACKOFF,
+  isInt32,
+  MAX_BACKOFF_SECONDS,
+  MAX_INT32,
+  MAX_NAME_LENGTH,
+  MAX_TIMEOUT_SECONDS,
+  MAX_UNIQUE_KEY_LENGTH,
+  MIN_INT32
+} from "../core/jobs.ts"
 import { EnqueueInputError, type Fenced, JobDefinitionError, PayloadError } from "../core/errors.ts"
-import { type LeaseOptions, MAX_LEASE_HOST_LENGTH } from "../core/lease.ts"
+import { leaseInputProblem, leaseNameFor, type LeaseOptions, MAX_LEASE_HOST_LENGTH, textProblem } from "../core/lease.ts"
 import { JobStore } from "../adapters/JobStore.ts"
 import type { SqlError } from "@effect/sql/SqlError"
 
@@ -55,11 +65,33 @@ export interface JobType<Name extends string = string, A = any, I = any, R = any
 /** Any job type, whatever its payload and requirements. */
 export type AnyJobType = JobType<string, any, any, any>
 
-const positiveInt = (name: string, field: string, value: number, min: number) => {
-  if (!Number.isSafeInteger(value) || value < min) {
-    throw new JobDefinitionError({ name, reason: `${field} must be a whole number ≥ ${min}, got ${value}` })
+/** A whole number within an INT column's range and at least `min`, or a `JobDefinitionError`. */
+const int32 = (name: string, field: string, value: number, min: number) => {
+  if (!isInt32(value) || value < min) {
+    throw new JobDefinitionError({ name, reason: `${field} must be a whole number from ${min} to ${MAX_INT32}, got ${value}` })
   }
   return value
+}
+
+/**
+ * The milliseconds of a duration input, or why it is not a finite, non-negative duration.
+ * Duration reads NaN and negative values (`-5`, `"-5 seconds"`, `[-5, 0]`, `-5n`) as zero and
+ * throws on text it cannot parse, so those are caught here first: a typo must neither run a job
+ * early nor escape as an untyped exception.
+ */
+export const durationMillis = (input: unknown): Either.Either<number, string> => {
+  const negative = typeof input === "number"
+    ? !(input >= 0)
+    : typeof input === "bigint"
+    ? input < 0n
+    : typeof input === "string"
+    ? /^\s*-/.test(input)
+    : Array.isArray(input) && input.some((x) => typeof x !== "number" || !(x >= 0))
+  if (negative) return Either.left(`must not be negative or NaN, got ${String(input)}`)
+  const decoded = Duration.decodeUnknown(input)
+  if (Option.isNone(decoded)) return Either.left(`is not a duration: ${String(input)}`)
+  const ms = Duration.isFinite(decoded.value) ? Duration.toMillis(decoded.value) : Number.POSITIVE_INFINITY
+  return Number.isFinite(ms) ? Either.right(ms) : Either.left(`must be finite, got ${String(input)}`)
 }
 
 /**
@@ -68,35 +100,51 @@ const positiveInt = (name: string, field: string, value: number, min: number) =>
  */
 export const define = <const Name extends string, A, I, R = never>(def: JobDefinition<Name, A, I, R>): JobType<Name, A, I, R> => {
   const name = def.name
-  if (name.trim() === "" || name.length > MAX_NAME_LENGTH) {
-    throw new JobDefinitionError({ name, reason: `the name must be 1 to ${MAX_NAME_LENGTH} characters` })
+  const problem = (reason: string) => new JobDefinitionError({ name, reason })
+  if (typeof name !== "string" || name.trim() === "" || name.length > MAX_NAME_LENGTH) {
+    throw problem(`the name must be 1 to ${MAX_NAME_LENGTH} characters`)
   }
+  const nameText = textProblem(name)
+  if (nameText !== undefined) throw problem(`the name ${nameText}`)
+  // MySQL/MariaDB compare `x` and `x ` as equal (PAD SPACE), and an exclusive type's lease
+  // `job:x ` could never be taken: refused on every database, as for unique keys and leases.
+  if (name.endsWith(" ")) throw problem("the name ends with a space")
   const backoff: BackoffOptions = typeof def.backoff === "string"
     ? { ...DEFAULT_BACKOFF, kind: def.backoff }
     : { ...DEFAULT_BACKOFF, ...def.backoff }
-  if (!(backoff.baseSeconds > 0) || !(backoff.maxSeconds >= backoff.baseSeconds) || !Number.isFinite(backoff.maxSeconds)) {
-    throw new JobDefinitionError({ name, reason: "backoff needs 0 < baseSeconds ≤ maxSeconds, both finite" })
+  if (backoff.kind !== "exponential" && backoff.kind !== "linear") {
+    throw problem(`backoff must be "exponential" or "linear", got ${String(backoff.kind)}`)
   }
-  const timeoutMs = def.timeout === undefined ? 300_000 : Duration.toMillis(Duration.decode(def.timeout))
-  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMEOUT_SECONDS * 1000) {
-    throw new JobDefinitionError({
-      name,
-      reason: `timeout must be positive and at most ${MAX_TIMEOUT_SECONDS} s, got ${String(def.timeout)}`
-    })
+  if (!(backoff.baseSeconds > 0) || !(backoff.maxSeconds >= backoff.baseSeconds) || !(backoff.maxSeconds <= MAX_BACKOFF_SECONDS)) {
+    throw problem(
+      `backoff needs 0 < baseSeconds ≤ maxSeconds ≤ ${MAX_BACKOFF_SECONDS}, got ${backoff.baseSeconds} and ${backoff.maxSeconds}`
+    )
+  }
+  const timeoutMs = def.timeout === undefined ? Either.right(300_000) : durationMillis(def.timeout)
+  if (Either.isLeft(timeoutMs) || timeoutMs.right <= 0 || timeoutMs.right > MAX_TIMEOUT_SECONDS * 1000) {
+    throw problem(`timeout must be positive and at most ${MAX_TIMEOUT_SECONDS} s, got ${String(def.timeout)}`)
   }
   const queue = def.queue ?? "default"
-  if (queue.length === 0 || queue.length > MAX_NAME_LENGTH) {
-    throw new JobDefinitionError({ name, reason: `queue must be 1 to ${MAX_NAME_LENGTH} characters` })
+  if (typeof queue !== "string" || queue.length === 0 || queue.length > MAX_NAME_LENGTH) {
+    throw problem(`queue must be 1 to ${MAX_NAME_LENGTH} characters`)
+  }
+  const queueText = textProblem(queue) ?? (queue.endsWith(" ") ? "ends with a space" : undefined)
+  if (queueText !== undefined) throw problem(`queue ${queueText}`)
+  // A static key ends up in a lease name (trimmed, hashed past 100 characters): it must be storable.
+  const keyText = def.concurrencyKey === undefined ? undefined : textProblem(def.concurrencyKey)
+  if (keyText !== undefined) throw problem(`concurrencyKey ${keyText}`)
+  if (def.onLeaseLost !== undefined && def.onLeaseLost !== "continue" && def.onLeaseLost !== "interrupt") {
+    throw problem(`onLeaseLost must be "continue" or "interrupt", got ${String(def.onLeaseLost)}`)
   }
   return {
     name,
     schema: def.schema,
     perform: def.perform,
     queue,
-    priority: positiveInt(name, "priority", def.priority ?? 0, -(2 ** 31)),
-    maxRetries: positiveInt(name, "maxRetries", def.maxRetries ?? 3, 0),
+    priority: int32(name, "priority", def.priority ?? 0, MIN_INT32),
+    maxRetries: int32(name, "maxRetries", def.maxRetries ?? 3, 0),
     backoff,
-    timeoutSeconds: Math.max(1, Math.ceil(timeoutMs / 1000)),
+    timeoutSeconds: Math.max(1, Math.ceil(timeoutMs.right / 1000)),
     idempotent: def.idempotent ?? true,
     onLeaseLost: def.onLeaseLost ?? "continue",
     lease: { exclusive: def.exclusive, concurrencyKey: def.concurrencyKey, concurrencyKeyFor: def.concurrencyKeyFor }
@@ -183,9 +231,9 @@ export const heartbeat: Effect.Effect<void, Fenced | SqlError> = Effect.flatMap(
 export interface EnqueueOptions {
   readonly queue?: string | undefined
   readonly priority?: number | undefined
-  /** Epoch ms when it becomes due. */
+  /** Epoch ms when it becomes due: a whole number ≥ 0 (a time in the past means now). */
   readonly runAt?: number | undefined
-  /** Due after this long (ignored when runAt is given). */
+  /** Due after this long, ≥ 0 (ignored when runAt is given). */
   readonly delay?: Duration.DurationInput | undefined
   /** At most one job with this key, whatever its status, until purged (≤ 255 characters). */
   readonly uniqueKey?: string | undefined
@@ -200,9 +248,16 @@ export interface EnqueueResult {
 
 const inputError = (field: string, reason: string) => Effect.fail(new EnqueueInputError({ field, reason }))
 
+/** Thrown by enqueue's JSON replacer on a number JSON cannot hold. */
+class NonJsonNumber {
+  constructor(readonly value: number) {}
+}
+
 /**
- * Enqueues a job. The payload is validated and encoded with the type's Schema; a bad payload or
- * option fails with a typed error and writes nothing. Inside `sql.withTransaction` the insert
+ * Enqueues a job. The payload is validated and encoded with the type's Schema, and must decode
+ * again from the JSON that is stored (NaN, for one, cannot: JSON has no form for it); a bad
+ * payload fails with `PayloadError`, a bad option (or a concurrency key the lock table cannot
+ * hold) with `EnqueueInputError`, and nothing is written. Inside `sql.withTransaction` the insert
  * joins the caller's transaction. A taken unique key returns the existing job's id.
  */
 export const enqueue = <A, I, R>(
@@ -212,24 +267,40 @@ export const enqueue = <A, I, R>(
 ): Effect.Effect<EnqueueResult, PayloadError | EnqueueInputError | SqlError, JobStore> =>
   Effect.gen(function*() {
     const store = yield* JobStore
+    const payloadError = (reason: string) => new PayloadError({ jobName: type.name, reason })
     const encoded = yield* Schema.encode(type.schema)(payload).pipe(
-      Effect.mapError((e) => new PayloadError({ jobName: type.name, reason: ParseResult.TreeFormatter.formatErrorSync(e) }))
+      Effect.mapError((e) => payloadError(ParseResult.TreeFormatter.formatErrorSync(e)))
     )
     const json = yield* Effect.try({
-      try: () => JSON.stringify(encoded),
-      catch: (e) => new PayloadError({ jobName: type.name, reason: `not JSON-serialisable: ${String(e)}` })
+      // NaN and ±Infinity have no JSON form: JSON.stringify would store null in their place.
+      try: () =>
+        JSON.stringify(encoded, (_key, value: unknown) => {
+          if (typeof value === "number" && !Number.isFinite(value)) throw new NonJsonNumber(value)
+          return value
+        }),
+      catch: (e) =>
+        payloadError(
+          e instanceof NonJsonNumber
+            ? `${e.value} has no JSON form (it would be stored as null)`
+            : `not JSON-serialisable: ${String(e)}`
+        )
     })
-    if (json === undefined) return yield* new PayloadError({ jobName: type.name, reason: "encodes to nothing" })
+    if (json === undefined) return yield* payloadError("encodes to nothing")
+    // What is stored must decode again, or every attempt of the job would fail.
+    const stored = yield* Schema.decodeUnknown(type.schema)(JSON.parse(json) as unknown).pipe(
+      Effect.mapError((e) => payloadError(`does not decode again once stored as JSON: ${ParseResult.TreeFormatter.formatErrorSync(e)}`))
+    )
 
     const queue = options.queue ?? type.queue
-    if (queue.length === 0 || queue.length > MAX_NAME_LENGTH) {
+    if (typeof queue !== "string" || queue.length === 0 || queue.length > MAX_NAME_LENGTH) {
       return yield* inputError("queue", `must be 1 to ${MAX_NAME_LENGTH} characters`)
     }
     const priority = options.priority ?? type.priority
-    if (!Number.isSafeInteger(priority) || Math.abs(priority) > 2 ** 31 - 1) {
-      return yield* inputError("priority", `must be a 32-bit whole number, got ${priority}`)
+    if (!isInt32(priority)) {
+      return yield* inputError("priority", `must be a whole number from ${MIN_INT32} to ${MAX_INT32}, got ${priority}`)
     }
     if (options.uniqueKey !== undefined) {
+      if (typeof options.uniqueKey !== "string") return yield* inputError("uniqueKey", "must be a string")
       if (options.uniqueKey.length > MAX_UNIQUE_KEY_LENGTH) {
         return yield* inputError("uniqueKey", `is ${options.uniqueKey.length} characters; at most ${MAX_UNIQUE_KEY_LENGTH} fit`)
       }
@@ -238,25 +309,30 @@ export const enqueue = <A, I, R>(
       if (options.uniqueKey.endsWith(" ")) return yield* inputError("uniqueKey", "ends with a space")
     }
     for (const [field, value] of [["queue", queue], ["uniqueKey", options.uniqueKey ?? ""]] as const) {
-      if (value.includes("\u0000")) return yield* inputError(field, "contains a NUL character")
+      const text = textProblem(value)
+      if (text !== undefined) return yield* inputError(field, text)
     }
+    // A worker for queue `mail` would claim jobs of `mail ` on MySQL/MariaDB (PAD SPACE) only.
+    if (queue.endsWith(" ")) return yield* inputError("queue", "ends with a space")
+    // The lease the job will take: a key the lock table cannot hold would fail every attempt.
+    const leaseName = yield* Effect.try({
+      try: () => leaseNameFor(type.name, type.lease, stored),
+      catch: (e) => new EnqueueInputError({ field: "concurrencyKey", reason: `concurrencyKeyFor threw: ${String(e)}` })
+    })
+    const leaseProblem = leaseName === undefined ? undefined : leaseInputProblem("name", leaseName)
+    if (leaseProblem !== undefined) return yield* inputError("concurrencyKey", leaseProblem)
+
     const now = yield* Clock.currentTimeMillis
     let runAt = now
     if (options.runAt !== undefined) {
-      if (!Number.isSafeInteger(options.runAt)) return yield* inputError("runAt", `must be whole epoch ms, got ${options.runAt}`)
+      if (!Number.isSafeInteger(options.runAt) || options.runAt < 0) {
+        return yield* inputError("runAt", `must be whole epoch ms, at least 0, got ${options.runAt}`)
+      }
       runAt = options.runAt
     } else if (options.delay !== undefined) {
-      // Duration reads NaN and negative numbers as zero; a typo must not run a job early.
-      if (typeof options.delay === "number" && !(options.delay >= 0)) {
-        return yield* inputError("delay", `must be a non-negative number of ms, got ${options.delay}`)
-      }
-      const delay = Duration.decodeUnknown(options.delay)
-      if (Option.isNone(delay) || !Duration.isFinite(delay.value)) {
-        return yield* inputError("delay", `must be a finite duration, got ${String(options.delay)}`)
-      }
-      const ms = Duration.toMillis(delay.value)
-      if (ms < 0) return yield* inputError("delay", `must not be negative, got ${String(options.delay)}`)
-      runAt = now + Math.ceil(ms)
+      const ms = durationMillis(options.delay)
+      if (Either.isLeft(ms)) return yield* inputError("delay", ms.left)
+      runAt = now + Math.ceil(ms.right)
       if (!Number.isSafeInteger(runAt)) return yield* inputError("delay", `is too large: ${String(options.delay)}`)
     }
     const id = randomUUID()

@@ -1,4 +1,5 @@
 /** Every conformance suite, run on the memory adapter. */
+import { badInputConformance } from "../conformance/badInput.ts"
 import { exclusiveConformance } from "../conformance/exclusive.ts"
 import { jobConformance } from "../conformance/jobs.ts"
 import { leaseLockConformance } from "../conformance/leaseLock.ts"
@@ -10,3 +11,4 @@ jobConformance("memory")
 exclusiveConformance("memory")
 workerConformance("memory")
 migrationConformance("memory")
+badInputConformance("memory")

@@ -4,7 +4,9 @@
  *
  * - `Job.define`, `Job.enqueue`, `Job.heartbeat`, `Job.JobContext`: job types and their use.
  * - `Worker.processNext`, `Worker.processQueue`, `Worker.tick`, `Worker.layer`: running them.
- * - `Leasehold.layer` / `Leasehold.memoryLayer`: the services, over your `SqlClient` or in memory.
+ * - `Leasehold.layer` / `Leasehold.memoryLayer`: the services, over your `SqlClient` or in memory;
+ *   `Leasehold.retryConnect`: a `SqlClient` layer that waits (logging, with backoff) for a
+ *   database that is down at start-up.
  * - `LeaseLock`: the fenced lease on its own, for any code.
  */
 export * from "./core/index.ts"

@@ -265,13 +265,14 @@ export const make = (options: { readonly prefix?: string | undefined } = {}): Ef
     const notify = (payload: string) =>
       s.notify === undefined ? Effect.void : Effect.ignoreLogged(rows(s.notify(payload)))
 
+    // PostgreSQL inserts and notifies in one statement; elsewhere there is nothing to notify.
+    const insertRow = (job: NewJob) =>
+      s.insertNotify === undefined ? changed(s.insert(job)) : Effect.map(rows(s.insertNotify(job)), (r) => r.length)
+
     const insert = (job: NewJob) =>
       Effect.gen(function*() {
-        const inserted = yield* Effect.either(changed(s.insert(job)))
-        if (inserted._tag === "Right" && inserted.right > 0) {
-          yield* notify(job.queue)
-          return { id: job.id, duplicate: false }
-        }
+        const inserted = yield* Effect.either(insertRow(job))
+        if (inserted._tag === "Right" && inserted.right > 0) return { id: job.id, duplicate: false }
         // Nothing inserted (or, on MySQL, a duplicate-key error): the key is taken.
         const existing = yield* first(s.idByUniqueKey(job.uniqueKey), (r) => String(r.id))
         if (Option.isSome(existing)) return { id: existing.value, duplicate: true }

@@ -38,6 +38,8 @@ export const postgres: Dialect = {
   jobs: {
     insert: ({ sql, jobs }, j) =>
       sql`INSERT INTO ${jobs} (id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, unique_key, run_at, created_at, updated_at) VALUES (${j.id}, ${j.name}, ${j.queue}, ${j.payload}, ${j.priority}, 'pending', 0, ${j.maxRetries}, ${j.claimTimeout}, ${j.uniqueKey}, ${j.runAt}, ${j.now}, ${j.now}) ON CONFLICT (unique_key) DO NOTHING`,
+    insertNotify: (c, j, channel) =>
+      c.sql`WITH inserted AS (${postgres.jobs.insert(c, j)} RETURNING id, queue) SELECT id, pg_notify(${channel}, queue) FROM inserted`,
     // One statement: the subquery locks the best due row, skipping rows other claimers hold.
     claimReturning: ({ sql, jobs }, { set, due, capped, limit }) =>
       sql`UPDATE ${jobs} SET ${set} WHERE id IN (SELECT id FROM ${jobs} WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT ${limit} FOR UPDATE SKIP LOCKED)${capped} RETURNING ${JOB_COLUMNS}`,

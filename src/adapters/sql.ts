@@ -261,6 +261,11 @@ export interface JobDialect {
   readonly upsertHost: (c: JobSqlContext, host: string, now: number, maxConcurrent: number, codeVersion: string | null) => Statement
   /** Inserts a host row if it is missing. */
   readonly ensureHost: (c: JobSqlContext, host: string, now: number) => Statement
+  /**
+   * Inserts a job and wakes listening workers in one statement, returning the row's id only if
+   * it was inserted (PostgreSQL: the notification goes out when the statement's transaction commits).
+   */
+  readonly insertNotify?: (c: JobSqlContext, job: NewJob, channel: string) => Statement
   /** Wakes listening workers, inside the current transaction (PostgreSQL). */
   readonly notify?: (c: JobSqlContext, channel: string, payload: string) => Statement
   /**
@@ -331,6 +336,7 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
 
   return {
     insert: (job: NewJob) => d.insert(c, job),
+    insertNotify: d.insertNotify === undefined ? undefined : (job: NewJob) => d.insertNotify!(c, job, tables.channel),
     idByUniqueKey: (key: string) => sql`SELECT id FROM ${jobs} WHERE unique_key = ${key}`,
     byId: (id: string) => sql`SELECT ${cols} FROM ${jobs} WHERE id = ${id}`,
     claimReturning: d.claimReturning === undefined ? undefined : (input: ClaimInput, cap?: number) =>

@@ -3,7 +3,8 @@
  * migrate, drain and resume hosts. Database from `--database-url` or `LEASEHOLD_DATABASE_URL`
  * (`postgres://…`, `mysql://…`, or an SQLite file path; default `./leasehold.db`).
  * Human-readable tables by default, `--json` for scripts. Bad input gets one line on stderr
- * and a non-zero exit code, never a stack trace.
+ * and a non-zero exit code, never a stack trace; so does a database that cannot be reached,
+ * except for `worker`, which waits for it (a warning per attempt, backoff up to 30 s).
  */
 import { Args, Command, Options } from "@effect/cli"
 import * as NodeContext from "@effect/platform-node/NodeContext"
@@ -17,6 +18,7 @@ import * as JobStoreModule from "../adapters/JobStore.ts"
 import { isExpired } from "../core/lease.ts"
 import { JOB_STATUSES, type JobStatus } from "../core/jobs.ts"
 import { type AnyJobType, enqueue, jobsLayer } from "../runtime/Job.ts"
+import * as Leasehold from "../runtime/Leasehold.ts"
 import * as Migrator from "../runtime/migrate.ts"
 import * as Worker from "../runtime/Worker.ts"
 
@@ -37,31 +39,49 @@ const common = { databaseUrl, prefix, json }
 type Common = { readonly databaseUrl: string; readonly prefix: string; readonly json: boolean }
 
 /**
- * The SqlClient layer for a database URL. Only the driver in use is loaded (start-up time
- * matters for a command line).
+ * The SqlClient layer for a database URL, failing with the driver's error. Only the driver in
+ * use is loaded (start-up time matters for a command line).
  */
-export const databaseLayer = (url: string): Layer.Layer<SqlClient.SqlClient, CliError> => {
-  const fail = (e: unknown) =>
-    new CliError({ message: `cannot connect to the database (${redact(url)}): ${rootMessage(e)}` })
-  const load = <A>(f: () => Promise<A>) => Effect.promise(f)
-  if (/^postgres(ql)?:\/\//.test(url)) {
-    return Layer.unwrapEffect(load(async () => {
+const connectLayer = (url: string): Layer.Layer<SqlClient.SqlClient, unknown> => {
+  const load = (f: () => Promise<Layer.Layer<SqlClient.SqlClient, unknown>>) => Layer.unwrapEffect(Effect.promise(f))
+  if (isPostgres(url)) {
+    return load(async () => {
       const { PgClient } = await import("@effect/sql-pg")
-      return PgClient.layer({ url: Redacted(url), maxConnections: 10, connectTimeout: "10 seconds" }) as Layer.Layer<SqlClient.SqlClient, unknown>
-    })).pipe(Layer.mapError(fail))
+      return PgClient.layer({ url: Redacted(url), maxConnections: 10, connectTimeout: "10 seconds" })
+    })
   }
-  if (/^(mysql|mariadb):\/\//.test(url)) {
-    return Layer.unwrapEffect(load(async () => {
+  if (isMysql(url)) {
+    return load(async () => {
       const { MysqlClient } = await import("@effect/sql-mysql2")
-      return MysqlClient.layer({ url: Redacted(url.replace(/^mariadb:/, "mysql:")), maxConnections: 10 }) as Layer.Layer<SqlClient.SqlClient, unknown>
-    })).pipe(Layer.mapError(fail))
+      return MysqlClient.layer({ url: Redacted(url.replace(/^mariadb:/, "mysql:")), maxConnections: 10 })
+    })
   }
   const filename = url.replace(/^sqlite:(\/\/)?/, "").replace(/^file:/, "")
-  return Layer.unwrapEffect(load(async () => {
+  return load(async () => {
     const { SqliteClient } = await import("@effect/sql-sqlite-node")
-    return SqliteClient.layer({ filename }) as Layer.Layer<SqlClient.SqlClient, unknown>
-  })).pipe(Layer.mapError(fail))
+    return SqliteClient.layer({ filename })
+  })
 }
+
+const isPostgres = (url: string) => /^postgres(ql)?:\/\//.test(url)
+const isMysql = (url: string) => /^(mysql|mariadb):\/\//.test(url)
+
+const connectFailed = (url: string) => (e: unknown) =>
+  new CliError({ message: `cannot connect to the database (${redact(url)}): ${rootMessage(e)}` })
+
+/** The SqlClient layer for a database URL; an unreachable database fails it at once. */
+export const databaseLayer = (url: string): Layer.Layer<SqlClient.SqlClient, CliError> =>
+  Layer.mapError(connectLayer(url), connectFailed(url))
+
+/**
+ * The worker's SqlClient layer: a PostgreSQL or MySQL/MariaDB server that cannot be reached is
+ * waited for (each failed attempt logged as a warning, retried with backoff up to 30 s apart;
+ * see `Leasehold.retryConnect`). An SQLite file has no server to wait for: it fails at once.
+ */
+export const workerDatabaseLayer = (url: string): Layer.Layer<SqlClient.SqlClient, CliError> =>
+  isPostgres(url) || isMysql(url)
+    ? Layer.mapError(Leasehold.retryConnect(connectLayer(url), { label: redact(url) }), connectFailed(url))
+    : databaseLayer(url)
 
 const Redacted = (s: string) => R.make(s)
 const redact = (url: string) => url.replace(/\/\/([^:@/]+):([^@/]+)@/, "//$1:***@")
@@ -197,7 +217,7 @@ const worker = Command.make(
       const poll = yield* parseDuration("poll-interval", c.pollInterval)
       const grace = yield* parseDuration("grace-period", c.gracePeriod)
       if (c.concurrency < 1) return yield* new CliError({ message: "--concurrency must be at least 1" })
-      const db = databaseLayer(c.databaseUrl)
+      const db = workerDatabaseLayer(c.databaseUrl)
       const services = Layer.mergeAll(JobStoreModule.layer({ prefix: c.prefix }), jobsLayer(...types) as Layer.Layer<import("../runtime/Job.ts").Jobs>)
       const program = Effect.gen(function*() {
         const migrator = yield* Migrator.make({ prefix: c.prefix })

@@ -22,6 +22,14 @@ export interface TcpProxy {
   readonly restore: () => Effect.Effect<void>
   /** How many client connections are open through the proxy now. */
   readonly openConnections: () => Effect.Effect<number>
+  /** How many connections the proxy has refused (reset on arrival) while cut, in all. */
+  readonly refusedConnections: () => Effect.Effect<number>
+}
+
+/** Options of `startProxy`. */
+export interface ProxyOptions {
+  /** Start in the cut state: every connection is refused until `restore` (default false). */
+  readonly cut?: boolean | undefined
 }
 
 /** The proxy could not start listening. */
@@ -38,10 +46,11 @@ const reset = (socket: net.Socket) => {
 }
 
 /**
- * Starts a proxy on 127.0.0.1 (a random free port) forwarding to `target`. It stops, closing
- * every connection through it, when the scope closes.
+ * Starts a proxy on 127.0.0.1 (a random free port) forwarding to `target` (with `cut: true`,
+ * refusing every connection until `restore`). It stops, closing every connection through it,
+ * when the scope closes.
  */
-export const startProxy = (target: ProxyTarget): Effect.Effect<TcpProxy, ProxyError, Scope.Scope> =>
+export const startProxy = (target: ProxyTarget, options: ProxyOptions = {}): Effect.Effect<TcpProxy, ProxyError, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.async<{ readonly server: net.Server; readonly proxy: TcpProxy; readonly closeAll: () => void }, ProxyError>(
       (resume) => {
@@ -49,7 +58,8 @@ export const startProxy = (target: ProxyTarget): Effect.Effect<TcpProxy, ProxyEr
         const pairs = new Set<readonly [net.Socket, net.Socket]>()
         /** Every socket the proxy has open, refused ones included, so closing never waits on one. */
         const sockets = new Set<net.Socket>()
-        let refusing = false
+        let refusing = options.cut === true
+        let refused = 0
 
         const track = (socket: net.Socket) => {
           sockets.add(socket)
@@ -65,6 +75,7 @@ export const startProxy = (target: ProxyTarget): Effect.Effect<TcpProxy, ProxyEr
           client.on("error", () => {})
           track(client)
           if (refusing) {
+            refused++
             reset(client)
             return
           }
@@ -105,7 +116,8 @@ export const startProxy = (target: ProxyTarget): Effect.Effect<TcpProxy, ProxyEr
                 Effect.sync(() => {
                   refusing = false
                 }),
-              openConnections: () => Effect.sync(() => pairs.size)
+              openConnections: () => Effect.sync(() => pairs.size),
+              refusedConnections: () => Effect.sync(() => refused)
             }
           }))
         })

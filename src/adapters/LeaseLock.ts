@@ -15,10 +15,14 @@ import { decodeEpochMs, leaseInputProblem, type LeaseRow } from "../core/lease.t
 import { dialectOf } from "./dialects.ts"
 import { type LeaseStatements, leaseStatements, type Statement } from "./sql.ts"
 
-/** When a lease ends: an absolute epoch-ms expiry, or a time to live from `now`. */
+/**
+ * When a lease ends: an absolute epoch-ms expiry, or a time to live from `now`. Either way a
+ * whole epoch-ms value, not before `now` (`ttlMs` ≥ 0): a lease that expires exactly at `now`
+ * is live until `now` has passed.
+ */
 export type LeaseExpiry = { readonly expiresAt: number } | { readonly ttlMs: number }
 
-/** Input of `tryAcquire`. `now` defaults to Effect's `Clock`. */
+/** Input of `tryAcquire`. `now` (whole epoch ms) defaults to Effect's `Clock`. */
 export type AcquireInput = {
   readonly name: string
   readonly owner: string
@@ -26,14 +30,20 @@ export type AcquireInput = {
   readonly now?: number | undefined
 } & LeaseExpiry
 
-/** Input of `renew`. `now` (for a `ttlMs`) defaults to Effect's `Clock`. */
+/**
+ * Input of `renew`. `now` (whole epoch ms; the base of a `ttlMs`, and the time the new expiry
+ * may not precede) defaults to Effect's `Clock`.
+ */
 export type RenewInput = {
   readonly name: string
   readonly owner: string
   readonly now?: number | undefined
 } & LeaseExpiry
 
-/** Input of `release`. With `expiredBefore`, only a lease that expired before then is removed. */
+/**
+ * Input of `release`. With `expiredBefore` (whole epoch ms), only a lease that expired before
+ * then is removed.
+ */
 export interface ReleaseInput {
   readonly name: string
   readonly owner: string
@@ -51,12 +61,20 @@ export interface LeaseLockApi {
   readonly createTableSql: string
   /**
    * Takes the lease if it is free, expired (strictly before `now`) or already ours.
-   * True when we hold it afterwards. A missing table fails with the database error.
+   * True when we hold it afterwards. A missing table fails with the database error; a name,
+   * owner, host, `now` or expiry the table cannot hold (or an expiry before `now`) fails with
+   * `LeaseInputError` and changes nothing.
    */
   readonly tryAcquire: (input: AcquireInput) => Effect.Effect<boolean, LeaseError>
-  /** Moves our lease's expiry; false when it is not (or no longer) ours. */
+  /**
+   * Moves our lease's expiry; false when it is not (or no longer) ours. An expiry before `now`
+   * (or not a whole epoch-ms value) fails with `LeaseInputError` and changes nothing.
+   */
   readonly renew: (input: RenewInput) => Effect.Effect<boolean, LeaseError>
-  /** Removes our lease; false when it is not (or no longer) ours. */
+  /**
+   * Removes our lease; false when it is not (or no longer) ours. A non-whole `expiredBefore`
+   * fails with `LeaseInputError` and changes nothing.
+   */
   readonly release: (input: ReleaseInput) => Effect.Effect<boolean, LeaseError>
   /** The current owner, whether or not the lease has expired. */
   readonly ownerOf: (name: string) => Effect.Effect<Option.Option<string>, LeaseError>
@@ -85,12 +103,23 @@ export const validateLease = (
   return Effect.fail(new LeaseInputError({ field, reason: problem }))
 }
 
-/** Resolves `expiresAt` from an absolute expiry or a TTL, rejecting non-finite values. */
+/**
+ * Resolves `expiresAt` from an absolute expiry or a TTL. Refuses a value that is not a whole
+ * epoch-ms value, and a negative TTL or an expiry before `now` (the lease would be written
+ * expired already); a TTL of 0 (expiring exactly at `now`) is allowed.
+ */
 export const resolveExpiry = (expiry: LeaseExpiry, now: number): Effect.Effect<number, LeaseInputError> => {
+  if ("ttlMs" in expiry && expiry.ttlMs < 0) {
+    return Effect.fail(new LeaseInputError({ field: "expiresAt", reason: `ttlMs ${expiry.ttlMs} is negative: the lease would be expired already` }))
+  }
   const at = "expiresAt" in expiry ? expiry.expiresAt : now + expiry.ttlMs
-  return Number.isSafeInteger(at)
-    ? Effect.succeed(at)
-    : Effect.fail(new LeaseInputError({ field: "expiresAt", reason: `not a whole epoch-ms value: ${at}` }))
+  if (!Number.isSafeInteger(at)) {
+    return Effect.fail(new LeaseInputError({ field: "expiresAt", reason: `not a whole epoch-ms value: ${at}` }))
+  }
+  if (at < now) {
+    return Effect.fail(new LeaseInputError({ field: "expiresAt", reason: `${at} is before now (${now}): the lease would be expired already` }))
+  }
+  return Effect.succeed(at)
 }
 
 /** Validates an acquire and builds the row it would write, with `now` from the caller or the Clock. */
@@ -101,9 +130,22 @@ export const acquireRow = (input: AcquireInput): Effect.Effect<LeaseRow, LeaseIn
     return { name: input.name, owner: input.owner, host: input.host ?? null, acquiredAt: now, expiresAt: yield* resolveExpiry(input, now) }
   })
 
-/** `now` from the caller, or from Effect's Clock. */
-export const nowOr = (now: number | undefined): Effect.Effect<number> =>
-  now === undefined ? Clock.currentTimeMillis : Effect.succeed(now)
+/** `now` from the caller (a whole epoch-ms value, else `LeaseInputError`), or from Effect's Clock. */
+export const nowOr = (now: number | undefined): Effect.Effect<number, LeaseInputError> =>
+  now === undefined
+    ? Clock.currentTimeMillis
+    : Number.isSafeInteger(now)
+    ? Effect.succeed(now)
+    : Effect.fail(new LeaseInputError({ field: "now", reason: `not a whole epoch-ms value: ${now}` }))
+
+/** Checks a release: name and owner as `validateLease`, and `expiredBefore` a whole epoch-ms value. */
+export const validateRelease = (input: ReleaseInput): Effect.Effect<void, LeaseInputError> =>
+  Effect.zipRight(
+    validateLease(input),
+    input.expiredBefore === undefined || Number.isSafeInteger(input.expiredBefore)
+      ? Effect.void
+      : Effect.fail(new LeaseInputError({ field: "expiredBefore", reason: `not a whole epoch-ms value: ${input.expiredBefore}` }))
+  )
 
 /** Whether the current fiber runs inside a `sql.withTransaction`. */
 export const inTransaction: Effect.Effect<boolean> = Effect.map(
@@ -181,7 +223,7 @@ export const make = (options: { readonly table: string }): Effect.Effect<LeaseLo
 
     const release = (input: ReleaseInput) =>
       Effect.zipRight(
-        validateLease(input),
+        validateRelease(input),
         Effect.map(changed(statements.release(input.name, input.owner, input.expiredBefore)), (n) => n > 0)
       )
 

@@ -11,7 +11,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import { Context, Effect, FiberRef, Layer, Option, Ref } from "effect"
 import { LeaseTableInTransactionError } from "../core/errors.ts"
 import { isExpired, type LeaseRow, mayAcquire } from "../core/lease.ts"
-import { type AcquireInput, acquireRow, LeaseLock, type LeaseLockApi, nowOr, resolveExpiry, validateLease } from "./LeaseLock.ts"
+import { type AcquireInput, acquireRow, LeaseLock, type LeaseLockApi, nowOr, resolveExpiry, validateLease, validateRelease } from "./LeaseLock.ts"
 import { isStale } from "../core/jobs.ts"
 import { applyClaim, type ClaimInput, type ClaimResult, type HostRow, type JobCount, type JobRow, JobLeases, JobStore, type JobStoreApi } from "./JobStore.ts"
 import { checkIdentifier, REAPED_DEAD, REAPED_RETRY } from "./sql.ts"
@@ -120,7 +120,7 @@ export const makeMemoryLeaseLock = (db: MemoryDatabaseApi, options: { readonly t
       }),
     release: (input) =>
       Effect.zipRight(
-        validateLease(input),
+        validateRelease(input),
         modify((rows) => {
           const current = rows.get(input.name)
           if (current === undefined || current.owner !== input.owner) return [false]

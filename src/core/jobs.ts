@@ -30,6 +30,11 @@ export const isInt32 = (n: number): boolean => Number.isSafeInteger(n) && n >= M
  * now + delay stays an exact epoch-ms integer.
  */
 export const MAX_BACKOFF_SECONDS = MAX_INT32
+/**
+ * Most attempts one long-running worker runs at once (its `concurrency`). Each is a fiber that
+ * polls the database; more than this in one process would only queue on the connection pool.
+ */
+export const MAX_CONCURRENCY = 1_000
 /** `last_error` is cut to this many characters. */
 export const MAX_ERROR_LENGTH = 1000
 

@@ -42,21 +42,40 @@ import {
   PayloadError,
   UnknownJobTypeError
 } from "../core/errors.ts"
-import { type BackoffOptions, MAX_TIMEOUT_SECONDS, countsTowardLimit, cutError, decideFailure, decideReap, DEFAULT_BACKOFF, emptyTally, type QueueTally } from "../core/jobs.ts"
+import {
+  type BackoffOptions,
+  countsTowardLimit,
+  cutError,
+  decideFailure,
+  decideReap,
+  DEFAULT_BACKOFF,
+  emptyTally,
+  isInt32,
+  MAX_CONCURRENCY,
+  MAX_INT32,
+  MAX_TIMEOUT_SECONDS,
+  type QueueTally
+} from "../core/jobs.ts"
 import { busyDelaySeconds, DEFAULT_CLAIM_TIMEOUT_SECONDS, isExpired, leaseExpiresAt, leaseInputProblem, leaseNameFor } from "../core/lease.ts"
 import { JobLeases, type JobRow, JobStore, type Outcome } from "../adapters/JobStore.ts"
 import type { LeaseLockApi } from "../adapters/LeaseLock.ts"
-import { defaultHost, type HeldLease, JobContext, type JobContextApi, Jobs, type RegisteredJob } from "./Job.ts"
+import { defaultHost, durationMillis, type HeldLease, JobContext, type JobContextApi, Jobs, type RegisteredJob } from "./Job.ts"
 
 /** Options of processNext, processQueue, tick and the worker. */
 export interface ProcessOptions {
   /** Claim only from these queues (default: every queue). */
   readonly queues?: ReadonlyArray<string> | undefined
-  /** This worker's host name (default: machine name and pid). */
+  /**
+   * This worker's host name (default: machine name and pid): up to 255 characters, not ending in
+   * a space (MySQL/MariaDB would take `h ` for `h`).
+   */
   readonly host?: string | undefined
   /** Caps every job type's timeout (and so its lease window and reaper grace). */
   readonly timeoutCap?: Duration.DurationInput | undefined
-  /** With a cap > 0, at most this many processing jobs claimed by this host. */
+  /**
+   * With a cap > 0, at most this many processing jobs claimed by this host. A whole number from
+   * 0 to 2^31 − 1 (the hosts table's `max_concurrent` INT column).
+   */
   readonly hostCap?: number | undefined
   /** Most stale rows one reap looks at (default 25). */
   readonly reapLimit?: number | undefined
@@ -89,14 +108,16 @@ const seconds = (field: string, d: Duration.DurationInput | undefined) => {
 const resolve = (o: ProcessOptions): Effect.Effect<Resolved, WorkerConfigError> =>
   Effect.gen(function*() {
     const cap = yield* seconds("timeoutCap", o.timeoutCap)
-    if (o.hostCap !== undefined && !(Number.isSafeInteger(o.hostCap) && o.hostCap >= 0)) {
-      return yield* new WorkerConfigError({ field: "hostCap", reason: `must be a whole number ≥ 0, got ${o.hostCap}` })
+    if (o.hostCap !== undefined && !(isInt32(o.hostCap) && o.hostCap >= 0)) {
+      return yield* new WorkerConfigError({ field: "hostCap", reason: `must be a whole number from 0 to ${MAX_INT32}, got ${o.hostCap}` })
     }
     if (o.reapLimit !== undefined && !(Number.isSafeInteger(o.reapLimit) && o.reapLimit >= 1)) {
       return yield* new WorkerConfigError({ field: "reapLimit", reason: `must be a whole number ≥ 1, got ${o.reapLimit}` })
     }
     const host = o.host ?? (cachedHost ??= defaultHost())
-    const problem = leaseInputProblem("host", host)
+    // MySQL/MariaDB compare `h` and `h ` as equal (PAD SPACE): one hosts row for two workers, so a
+    // trailing space is refused on every database, as for lease names and owners.
+    const problem = leaseInputProblem("host", host) ?? (host.endsWith(" ") ? "ends with a space" : undefined)
     if (host.length === 0 || problem !== undefined) {
       return yield* new WorkerConfigError({ field: "host", reason: problem ?? "is empty" })
     }
@@ -363,8 +384,14 @@ const runClaimed = (job: JobRow, o: Resolved): Effect.Effect<ProcessResult, SqlE
     }
     const payload = decoded.right
 
-    // The lease, taken after the claim and before perform.
-    const leaseName = leaseNameFor(type.name, type.lease, payload)
+    // The lease, taken after the claim and before perform. The key function may throw on a
+    // stored payload (another version of the app enqueued it): that fails the attempt.
+    const named = yield* Effect.either(Effect.try({
+      try: () => leaseNameFor(type.name, type.lease, payload),
+      catch: (e) => `concurrencyKeyFor threw: ${String(e)}`
+    }))
+    if (Either.isLeft(named)) return yield* recordFailure(job, type.backoff, named.left, undefined)
+    const leaseName = named.right
     let held: HeldLease | undefined
     if (leaseName !== undefined) {
       const now = yield* Clock.currentTimeMillis
@@ -523,23 +550,48 @@ export const tallyOf = (t: QueueTally, r: ProcessResult): QueueTally => {
 export interface ProcessQueueOptions extends Omit<ProcessOptions, "queues"> {
   /** One queue, or every queue when omitted. */
   readonly queue?: string | undefined
-  /** Stop after this many processed + failed + fenced attempts (default 10; 0 = no limit). */
+  /**
+   * Stop after this many processed + failed + fenced attempts: a whole number ≥ 0 (default 10;
+   * 0 = no limit).
+   */
   readonly limit?: number | undefined
-  /** Stop starting new attempts after this long. */
+  /**
+   * Stop starting new attempts after this long: a duration ≥ 0 (0 starts none; an infinite one
+   * sets no time limit). NaN, negative or unreadable durations fail with `WorkerConfigError`.
+   */
   readonly timeout?: Duration.DurationInput | undefined
 }
 
+/** A count option (processQueue's `limit`, tick's `maxJobs`): a whole number ≥ 0, else `WorkerConfigError`. */
+const count = (field: string, n: number): Effect.Effect<number, WorkerConfigError> =>
+  Number.isSafeInteger(n) && n >= 0
+    ? Effect.succeed(n)
+    : Effect.fail(new WorkerConfigError({ field, reason: `must be a whole number ≥ 0, got ${n}` }))
+
+/** processQueue's time budget in ms: a duration ≥ 0, or an infinite one (no limit). */
+const timeBudget = (timeout: Duration.DurationInput | undefined): Effect.Effect<number, WorkerConfigError> => {
+  if (timeout === undefined) return Effect.succeed(Number.POSITIVE_INFINITY)
+  const ms = durationMillis(timeout)
+  if (Either.isRight(ms)) return Effect.succeed(ms.right)
+  // durationMillis refuses infinite durations; here one means no time limit (unless negative).
+  const negative = Array.isArray(timeout) && timeout.some((x) => !(x >= 0))
+  if (!negative && Option.exists(Duration.decodeUnknown(timeout), (d) => !Duration.isFinite(d))) {
+    return Effect.succeed(Number.POSITIVE_INFINITY)
+  }
+  return Effect.fail(new WorkerConfigError({ field: "timeout", reason: ms.left }))
+}
+
 /**
- * Runs processNext until `limit` attempts were processed, failed or fenced, nothing is due, or
- * the host is capped or draining. Deferred jobs count as skipped, not toward the limit; the loop
- * still ends because a deferred job's run_at moves into the future.
+ * Runs processNext until `limit` attempts were processed, failed or fenced, nothing is due, the
+ * `timeout` has passed, or the host is capped or draining. Deferred jobs count as skipped, not
+ * toward the limit; the loop still ends because a deferred job's run_at moves into the future.
  */
 export const processQueue = (options: ProcessQueueOptions = {}): Effect.Effect<QueueTally, SqlError | WorkerConfigError, WorkerServices> =>
   Effect.gen(function*() {
-    const limit = options.limit ?? 10
+    const limit = yield* count("limit", options.limit ?? 10)
+    const budget = yield* timeBudget(options.timeout)
     const next: ProcessOptions = { ...options, queues: options.queue === undefined ? undefined : [options.queue] }
     const started = yield* Clock.currentTimeMillis
-    const budget = options.timeout === undefined ? Number.POSITIVE_INFINITY : Duration.toMillis(Duration.decode(options.timeout))
     let tally = emptyTally
     let counted = 0
     while (limit === 0 || counted < limit) {
@@ -555,15 +607,40 @@ export const processQueue = (options: ProcessQueueOptions = {}): Effect.Effect<Q
 // ---------------------------------------------------------------------------------------------
 // Hosts: drain, resume, status, tick
 
-/** Marks `host` draining: it still reaps but starts nothing; `expiresIn` ≤ 0 or none: no expiry. */
+/**
+ * When a drain of `expiresIn` from `now` ends (epoch ms, rounded up to a whole ms), or null for
+ * no expiry (none, ≤ 0 or infinite). NaN, an unreadable duration, or an end past the largest
+ * exact epoch-ms value fail with `WorkerConfigError`.
+ */
+const drainEnd = (expiresIn: Duration.DurationInput | undefined, now: number): Effect.Effect<number | null, WorkerConfigError> => {
+  if (expiresIn === undefined) return Effect.succeed(null)
+  const refuse = (reason: string) => Effect.fail(new WorkerConfigError({ field: "expiresIn", reason }))
+  // Duration reads a NaN (or a tuple holding one) as zero, which would mean "no expiry".
+  if (Number.isNaN(expiresIn) || (Array.isArray(expiresIn) && expiresIn.some((x) => Number.isNaN(x)))) {
+    return refuse(`must not be NaN, got ${String(expiresIn)}`)
+  }
+  const decoded = Duration.decodeUnknown(expiresIn)
+  if (Option.isNone(decoded)) return refuse(`is not a duration: ${String(expiresIn)}`)
+  if (!Duration.isFinite(decoded.value)) return Effect.succeed(null)
+  const ms = Duration.toMillis(decoded.value)
+  if (ms <= 0) return Effect.succeed(null)
+  const until = now + Math.ceil(ms)
+  return Number.isSafeInteger(until) ? Effect.succeed(until) : refuse(`is too large: ${String(expiresIn)}`)
+}
+
+/**
+ * Marks `host` draining: it still reaps but starts nothing. `expiresIn` ≤ 0, infinite or none:
+ * no expiry; NaN, unreadable or too large (now + it past the largest exact epoch-ms value):
+ * `WorkerConfigError`, nothing written.
+ */
 export const drain = (
   options: { readonly host?: string | undefined; readonly expiresIn?: Duration.DurationInput | undefined } = {}
 ): Effect.Effect<void, SqlError | WorkerConfigError, JobStore> =>
   Effect.gen(function*() {
+    const { host } = yield* resolve(options)
     const store = yield* JobStore
     const now = yield* Clock.currentTimeMillis
-    const ms = options.expiresIn === undefined ? 0 : Duration.toMillis(Duration.decode(options.expiresIn))
-    yield* store.drain((yield* resolve(options)).host, now, ms > 0 && Number.isFinite(ms) ? now + ms : null)
+    yield* store.drain(host, now, yield* drainEnd(options.expiresIn, now))
   })
 
 /** Lifts a drain on `host`. */
@@ -588,19 +665,20 @@ export interface TickResult {
 
 /**
  * One scheduled run (for cron-style hosting): refresh the host row, reap, process up to
- * `maxJobs` attempts (deferrals do not count), refresh the host row again.
+ * `maxJobs` attempts (a whole number ≥ 0, default 10; deferrals do not count), refresh the host
+ * row again.
  */
 export const tick = (
   options: ProcessOptions & { readonly maxJobs?: number | undefined; readonly codeVersion?: string | undefined } = {}
 ): Effect.Effect<TickResult, SqlError | WorkerConfigError, WorkerServices> =>
   Effect.gen(function*() {
     const o = yield* resolve(options)
+    const maxJobs = yield* count("maxJobs", options.maxJobs ?? 10)
     const store = yield* JobStore
     const touch = Effect.flatMap(Clock.currentTimeMillis, (now) =>
       store.touchHost(o.host, now, { maxConcurrent: o.hostCap ?? 0, codeVersion: options.codeVersion ?? null }))
     yield* touch
     const reaped = yield* reap(options)
-    const maxJobs = options.maxJobs ?? 10
     let result: TickResult = { host: o.host, processed: 0, failed: 0, fenced: 0, deferred: 0, leasesLost: 0, reaped, capped: false, draining: false }
     const draining = yield* drainState(store, o.host, yield* Clock.currentTimeMillis)
     if (Option.isSome(draining)) {
@@ -631,7 +709,7 @@ export const tick = (
 
 /** Options of the long-running worker. */
 export interface WorkerConfig extends ProcessOptions {
-  /** Attempts run at once in this process (default 4). */
+  /** Attempts run at once in this process: a whole number from 1 to 1,000 (default 4). */
   readonly concurrency?: number | undefined
   /** How long an idle fiber waits before looking again, unless woken (default 1 s). */
   readonly pollInterval?: Duration.DurationInput | undefined
@@ -679,8 +757,8 @@ export const make = (config: WorkerConfig = {}): Effect.Effect<WorkerApi, Worker
     const o = yield* resolve(config)
     const store = yield* JobStore
     const concurrency = config.concurrency ?? 4
-    if (!Number.isSafeInteger(concurrency) || concurrency < 1) {
-      return yield* new WorkerConfigError({ field: "concurrency", reason: `must be a whole number ≥ 1, got ${concurrency}` })
+    if (!Number.isSafeInteger(concurrency) || concurrency < 1 || concurrency > MAX_CONCURRENCY) {
+      return yield* new WorkerConfigError({ field: "concurrency", reason: `must be a whole number from 1 to ${MAX_CONCURRENCY}, got ${concurrency}` })
     }
     const duration = (field: string, d: Duration.DurationInput) =>
       Option.match(Option.filter(Duration.decodeUnknown(d), (x) => Duration.isFinite(x) && Duration.toMillis(x) > 0 && !(typeof d === "number" && !(d > 0))), {
@@ -757,9 +835,13 @@ export const make = (config: WorkerConfig = {}): Effect.Effect<WorkerApi, Worker
         const onClaimed = woken ? ring : Effect.void
         woken = false
         const result = yield* Effect.acquireUseRelease(running(1), () => claimThenRun(options, onClaimed), () => running(-1)).pipe(
-          Effect.catchAll((error) =>
-            // A database hiccup (or the database is gone): log, wait a poll, carry on.
-            Effect.as(Effect.logWarning("claim failed; retrying after the poll interval", error), ProcessResult.Idle())
+          // A database hiccup (or the database is gone): log, wait a poll, carry on. Defects
+          // too: a ROLLBACK on a broken connection dies inside @effect/sql, and a loop fiber
+          // that died would silently stop claiming. Only an interruption ends the loop.
+          Effect.catchAllCause((cause) =>
+            Cause.isInterruptedOnly(cause)
+              ? Effect.failCause(cause)
+              : Effect.as(Effect.logWarning("claim failed; retrying after the poll interval", cause), ProcessResult.Idle())
           )
         )
         if (result._tag === "Idle" || result._tag === "Capped") {

@@ -14,12 +14,12 @@
  * tests in leaseLock.ts, jobs.ts and the LeaseLock model test. Time is TestClock's.
  */
 import { expect, layer } from "@effect/vitest"
-import { Context, Deferred, Effect, Exit, Layer, Option, Ref, Schema, Scope, TestClock } from "effect"
+import { Context, Deferred, Duration, Effect, Exit, Layer, Option, Ref, Schema, Scope, TestClock } from "effect"
 import { createHash, randomUUID } from "node:crypto"
 import { JobLeases, type JobRow, JobStore, type NewJob } from "../../src/adapters/JobStore.ts"
-import type { LeaseError, LeaseLockApi } from "../../src/adapters/LeaseLock.ts"
+import type { LeaseError, LeaseExpiry, LeaseLockApi } from "../../src/adapters/LeaseLock.ts"
 import { JobDefinitionError } from "../../src/core/errors.ts"
-import { MAX_BACKOFF_SECONDS, MAX_INT32, MAX_TIMEOUT_SECONDS, MIN_INT32 } from "../../src/core/jobs.ts"
+import { MAX_BACKOFF_SECONDS, MAX_CONCURRENCY, MAX_INT32, MAX_TIMEOUT_SECONDS, MIN_INT32 } from "../../src/core/jobs.ts"
 import type { LeaseRow } from "../../src/core/lease.ts"
 import { type AnyJobType, define, enqueue, type HeldLease, JobContext } from "../../src/runtime/Job.ts"
 import * as Worker from "../../src/runtime/Worker.ts"
@@ -868,8 +868,328 @@ export const badInputConformance = (adapter: AdapterName) =>
           expect(yield* Worker.processNext({ host: "h", timeoutCap: cap }), String(cap)).toMatchObject({ _tag: "Completed", job: { id: longest.id } })
           expect((yield* row(longest.id)).claimTimeout, String(cap)).toBe(MAX_TIMEOUT_SECONDS)
         }
-        expect(yield* Worker.processNext({ host: "h", timeoutCap: 0.5, hostCap: Number.MAX_SAFE_INTEGER })).toMatchObject({ _tag: "Completed", job: { id } })
+        expect(yield* Worker.processNext({ host: "h", timeoutCap: 0.5, hostCap: MAX_INT32 })).toMatchObject({ _tag: "Completed", job: { id } })
         expect((yield* row(id)).claimTimeout).toBe(1)
       }))
     })
+
+    it.effect("processQueue limit and tick maxJobs: NaN, negative, infinite, fractional and huge counts fail with WorkerConfigError and write nothing", () => {
+      const Plain = define({ name: "plain", schema: Text, perform: () => Effect.void })
+      // before: NaN and -1 processed nothing, 1.5 processed 2, and tick wrote its host row first
+      const counts = [Number.NaN, -1, -0.5, 0.5, 1.5, Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY, 2 ** 53, 1e308]
+      return withJobs([Plain], Effect.gen(function*() {
+        yield* TestClock.setTime(T0)
+        for (let i = 0; i < 5; i++) yield* enqueue(Plain, { s: String(i) })
+        const before = yield* snapshot
+        for (const n of counts) {
+          expect(yield* Effect.flip(Worker.processQueue({ host: "h", limit: n })), `limit ${n}`).toMatchObject({ _tag: "WorkerConfigError", field: "limit" })
+          expect(yield* Effect.flip(Worker.tick({ host: "h", maxJobs: n })), `maxJobs ${n}`).toMatchObject({ _tag: "WorkerConfigError", field: "maxJobs" })
+        }
+        expect(yield* snapshot).toEqual(before)
+        // whole numbers run exactly that many; a limit of 0 means no limit, maxJobs 0 runs none
+        expect(yield* Worker.processQueue({ host: "h", limit: 1 })).toMatchObject({ processed: 1 })
+        expect(yield* Worker.tick({ host: "h", maxJobs: 0 })).toMatchObject({ processed: 0 })
+        expect(yield* Worker.tick({ host: "h", maxJobs: 2 })).toMatchObject({ processed: 2 })
+        expect(yield* Worker.processQueue({ host: "h", limit: 0 })).toMatchObject({ processed: 2 })
+      }))
+    })
+
+    it.effect("processQueue timeout: NaN, negative and undecodable durations fail with WorkerConfigError and write nothing; 0 starts nothing, an infinite one is no limit", () => {
+      const Plain = define({ name: "plain", schema: Text, perform: () => Effect.void })
+      // before: NaN and negatives processed nothing (or everything), and "NaN seconds" died untyped
+      const bad = [
+        Number.NaN, -1, -0.5, Number.NEGATIVE_INFINITY,
+        "NaN seconds", "-5 seconds", "-0.5 millis", "soon", "Infinity", "1e308 seconds",
+        [Number.NaN, 0], [0, Number.NaN], [-1, 0], [0, -1], [-1, Number.POSITIVE_INFINITY],
+        -5n
+      ]
+      return withJobs([Plain], Effect.gen(function*() {
+        yield* TestClock.setTime(T0)
+        for (let i = 0; i < 4; i++) yield* enqueue(Plain, { s: String(i) })
+        const before = yield* snapshot
+        for (const timeout of bad) {
+          expect(yield* Effect.flip(Worker.processQueue({ host: "h", limit: 0, timeout: timeout as never })), String(timeout))
+            .toMatchObject({ _tag: "WorkerConfigError", field: "timeout" })
+        }
+        expect(yield* snapshot).toEqual(before)
+        expect(yield* Worker.processQueue({ host: "h", limit: 0, timeout: 0 })).toMatchObject({ processed: 0 })
+        expect(yield* Worker.processQueue({ host: "h", limit: 1, timeout: "1 minute" })).toMatchObject({ processed: 1 })
+        expect(yield* Worker.processQueue({ host: "h", limit: 1, timeout: Number.POSITIVE_INFINITY })).toMatchObject({ processed: 1 })
+        expect(yield* Worker.processQueue({ host: "h", limit: 1, timeout: Duration.infinity })).toMatchObject({ processed: 1 })
+        expect(yield* Worker.processQueue({ host: "h", limit: 0, timeout: [1, 0] })).toMatchObject({ processed: 1 })
+      }))
+    })
+
+    it.effect("drain expiresIn: NaN, undecodable and too-large durations fail with WorkerConfigError and write nothing; the edges are stored exactly and read back", () => {
+      // before: NaN drained forever, "NaN seconds" died untyped, and 1e308 wrote now + 1e308
+      // (an SqlError on PostgreSQL and MySQL; on SQLite stored, and every host read then threw)
+      const bad = [
+        Number.NaN, "NaN seconds", "soon", "Infinity", "1e308 seconds", [Number.NaN, 0], [0, Number.NaN],
+        1e308, 2 ** 53, Number.MAX_SAFE_INTEGER - T0 + 1, [1e300, 0], 10n ** 40n
+      ]
+      return withJobs([], Effect.gen(function*() {
+        yield* TestClock.setTime(T0)
+        const store = yield* JobStore
+        yield* Worker.tick({ host: "kept", maxJobs: 0 })
+        const before = yield* snapshot
+        for (const expiresIn of bad) {
+          for (const host of ["kept", "new"]) {
+            expect(yield* Effect.flip(Worker.drain({ host, expiresIn: expiresIn as never })), `${host} ${String(expiresIn)}`)
+              .toMatchObject({ _tag: "WorkerConfigError", field: "expiresIn" })
+          }
+        }
+        expect(yield* snapshot).toEqual(before)
+        // ≤ 0 and infinite: no expiry (as documented); sub-millisecond: rounded up
+        const edges: ReadonlyArray<readonly [expiresIn: unknown, until: number | null]> = [
+          [undefined, null],
+          [0, null],
+          [-1, null],
+          ["-5 seconds", null],
+          [Number.POSITIVE_INFINITY, null],
+          [Duration.infinity, null],
+          ["1 minute", T0 + 60 * SECOND],
+          [0.4, T0 + 1],
+          [[1, 500_000], T0 + 1001],
+          [Number.MAX_SAFE_INTEGER - T0, Number.MAX_SAFE_INTEGER]
+        ]
+        for (const [i, [expiresIn, until]] of edges.entries()) {
+          yield* Worker.drain({ host: `d${i}`, expiresIn: expiresIn as never })
+          expect(Option.map(yield* store.getHost(`d${i}`), (h) => [h.draining, h.drainExpiresAt]), String(expiresIn)).toEqual(Option.some([true, until]))
+        }
+        expect((yield* store.listHosts).map((h) => h.host).sort()).toEqual(["kept", ...edges.map((_, i) => `d${i}`)].sort())
+        expect(yield* Worker.processNext({ host: `d${edges.length - 1}` })).toEqual(Worker.ProcessResult.Draining({ until: Number.MAX_SAFE_INTEGER }))
+      }))
+    })
+
+    it.effect("hostCap above 2^31 − 1 (the max_concurrent INT column) fails with WorkerConfigError and writes nothing; 2^31 − 1 is stored exactly", () => {
+      const Plain = define({ name: "plain", schema: Text, perform: () => Effect.void })
+      const huge = [MAX_INT32 + 1, 2 ** 32, Number.MAX_SAFE_INTEGER]
+      return withJobs([Plain], Effect.gen(function*() {
+        yield* TestClock.setTime(T0)
+        const { id } = yield* enqueue(Plain, { s: "x" })
+        const before = yield* snapshot
+        for (const hostCap of huge) {
+          const calls: ReadonlyArray<Effect.Effect<unknown, { readonly _tag: string }, Worker.WorkerServices>> = [
+            Worker.processNext({ host: "h", hostCap }),
+            Worker.processQueue({ host: "h", hostCap }),
+            Worker.tick({ host: "h", hostCap }),
+            Worker.claimAndRun({ host: "h", hostCap }),
+            Effect.scoped(Worker.make({ host: "h", hostCap, concurrency: 1 }))
+          ]
+          for (const call of calls) {
+            expect(yield* Effect.flip(call), String(hostCap)).toMatchObject({ _tag: "WorkerConfigError", field: "hostCap" })
+          }
+        }
+        expect(yield* snapshot).toEqual(before)
+        expect(yield* Worker.tick({ host: "h", hostCap: MAX_INT32 })).toMatchObject({ processed: 1, capped: false })
+        expect(yield* row(id)).toMatchObject({ status: "completed", claimedBy: "h" })
+        expect(Option.map(yield* Effect.flatMap(JobStore, (s) => s.getHost("h")), (h) => h.maxConcurrent)).toEqual(Option.some(MAX_INT32))
+      }))
+    })
+
+    it.effect("a host ending in a space fails with WorkerConfigError and writes nothing (MariaDB would take it for the host without it)", () => {
+      const Excl = define({ name: "excl", exclusive: true, schema: Text, perform: () => Effect.void })
+      return withJobs([Excl], Effect.gen(function*() {
+        yield* TestClock.setTime(T0)
+        const store = yield* JobStore
+        yield* Worker.tick({ host: "th", maxJobs: 0 })
+        const { id } = yield* enqueue(Excl, { s: "x" })
+        const before = yield* snapshot
+        for (const host of ["th ", "th  ", " ", "   ", `${sized(254)} `, "tab\t "]) {
+          const calls: ReadonlyArray<Effect.Effect<unknown, { readonly _tag: string }, Worker.WorkerServices>> = [
+            Worker.processNext({ host }),
+            Worker.processQueue({ host }),
+            Worker.tick({ host }),
+            Worker.claimAndRun({ host }),
+            Worker.reap({ host }),
+            Worker.drain({ host }),
+            Worker.resume({ host }),
+            Effect.scoped(Worker.make({ host, concurrency: 1 }))
+          ]
+          for (const call of calls) {
+            const error = yield* Effect.flip(call)
+            expect(error, JSON.stringify(host)).toMatchObject({ _tag: "WorkerConfigError", field: "host", reason: expect.stringMatching(/ends with a space/) })
+          }
+        }
+        expect(yield* snapshot).toEqual(before)
+        // a host ending in another whitespace character is its own host everywhere
+        expect(yield* Worker.processNext({ host: "th\t" })).toMatchObject({ _tag: "Completed", job: { id } })
+        expect(yield* row(id)).toMatchObject({ claimedBy: "th\t" })
+        expect((yield* store.listHosts).map((h) => h.host)).toEqual(["th"])
+      }))
+    })
+
+    it.effect("concurrency above the documented maximum (1,000) fails with WorkerConfigError and writes nothing", () =>
+      withJobs([], Effect.gen(function*() {
+        expect(MAX_CONCURRENCY).toBe(1000)
+        const before = yield* snapshot
+        for (const concurrency of [MAX_CONCURRENCY + 1, 10_000, MAX_INT32, 2 ** 53]) {
+          const error = yield* Effect.flip(Effect.scoped(Worker.make({ host: "h", concurrency })))
+          expect(error, String(concurrency)).toMatchObject({ _tag: "WorkerConfigError", field: "concurrency" })
+          if (error._tag === "WorkerConfigError") expect(error.reason).toMatch(/1 to 1000/)
+        }
+        expect(yield* snapshot).toEqual(before)
+      })))
+
+    it.effect("a stored payload whose concurrencyKeyFor now throws fails its attempt with a clear error, retried under the normal rules; the worker carries on", () =>
+      Effect.gen(function*() {
+        const p = yield* makeProbe
+        // The key function as another version of the app might have it: it passed at enqueue
+        // and throws on the stored payload now.
+        let mode: "ok" | "throw" | "nul" = "ok"
+        const Keyed = define({
+          name: "keyed",
+          schema: Text,
+          maxRetries: 1,
+          concurrencyKeyFor: ({ s }) => {
+            if (mode === "throw") throw new Error(`no key for ${s}`)
+            return mode === "nul" ? `k-${s}\u0000` : `k-${s}`
+          },
+          perform: p.perform
+        })
+        yield* withJobs([Keyed], Effect.gen(function*() {
+          yield* p.bind
+          yield* TestClock.setTime(T0)
+          const leases = yield* JobLeases
+          const a = yield* enqueue(Keyed, { s: "a" })
+          mode = "throw"
+          const thrown = "concurrencyKeyFor threw: Error: no key for a"
+          expect(yield* Worker.processNext({ host: "h" })).toEqual(Worker.ProcessResult.Failed({
+            job: { id: a.id, name: "keyed", queue: "default", attempt: 1 },
+            error: thrown,
+            willRetry: true,
+            retryAt: T0 + 4 * SECOND,
+            leaseLost: false
+          }))
+          expect(yield* row(a.id)).toMatchObject({ status: "pending", attempts: 1, runAt: T0 + 4 * SECOND, lastError: thrown, claimToken: null })
+          expect(yield* leases.list).toEqual([])
+          // the last run (maxRetries 1): a key the lock table cannot hold fails it too, and it is dead
+          mode = "nul"
+          yield* TestClock.adjust(4 * SECOND)
+          const tally = yield* Worker.processQueue({ host: "h", limit: 0 })
+          expect(tally).toMatchObject({ processed: 0, failed: 1, skipped: 0, fenced: 0 })
+          expect(tally.errors).toEqual([expect.stringMatching(/^LeaseInputError: .*NUL/)])
+          expect(yield* row(a.id)).toMatchObject({ status: "failed", attempts: 2, failedAt: T0 + 4 * SECOND })
+          expect(yield* p.all).toEqual([])
+
+          // the long-running worker records the failure (the row is not left processing) and carries on
+          mode = "ok"
+          const b = yield* enqueue(Keyed, { s: "b" })
+          mode = "throw"
+          const scope = yield* Scope.make()
+          const context = yield* Layer.buildWithScope(Worker.layer({ host: "lw", concurrency: 1, pollInterval: "20 millis" }), scope)
+          const worker = Context.get(context, Worker.WorkerHandle)
+          const settled = (f: (s: Worker.WorkerStats) => boolean) =>
+            eventually(Effect.zipRight(TestClock.adjust("20 millis"), Effect.map(worker.stats, f)))
+          yield* settled((s) => s.failed >= 1)
+          expect(yield* worker.stats).toMatchObject({ processed: 0, failed: 1, errors: ["concurrencyKeyFor threw: Error: no key for b"] })
+          expect(yield* row(b.id)).toMatchObject({ status: "pending", attempts: 1, lastError: "concurrencyKeyFor threw: Error: no key for b" })
+          mode = "ok"
+          yield* TestClock.adjust(4 * SECOND)
+          yield* worker.wake
+          yield* settled((s) => s.processed >= 1)
+          yield* Scope.close(scope, Exit.void)
+          expect(yield* row(b.id)).toMatchObject({ status: "completed", attempts: 2 })
+          expect((yield* p.all).map((s) => [s.jobId, Option.map(s.lease, (l) => l.name)])).toEqual([[b.id, Option.some("key:k-b")]])
+          expect(yield* leases.list).toEqual([])
+        }))
+      }))
+
+    it.effect("LeaseLock: a NaN, infinite, fractional or huge now is refused with LeaseInputError (field now) and changes nothing", () =>
+      Effect.gen(function*() {
+        const db = yield* TestDatabase
+        const lock = yield* db.leaseLock(db.table("locks"))
+        yield* lock.ensureTable
+        const MINUTE = 60_000
+        expect(yield* lock.tryAcquire({ name: "held", owner: "a", host: "h", now: T0, ttlMs: MINUTE })).toBe(true)
+        expect(yield* lock.tryAcquire({ name: "stale", owner: "a", host: "h", now: T0 - 2 * MINUTE, ttlMs: MINUTE })).toBe(true)
+        const before = yield* lock.list
+        // before: each database did something different (NaN rows, SqlErrors, take-overs)
+        for (const now of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 1.5, T0 + 0.5, 2 ** 53, 1e308, -1e308]) {
+          const calls: ReadonlyArray<Effect.Effect<unknown, LeaseError>> = [
+            lock.tryAcquire({ name: "free", owner: "b", now, ttlMs: MINUTE }),
+            lock.tryAcquire({ name: "free", owner: "b", now, expiresAt: T0 + MINUTE }),
+            lock.tryAcquire({ name: "held", owner: "a", now, ttlMs: MINUTE }),
+            lock.tryAcquire({ name: "stale", owner: "b", now, expiresAt: T0 + MINUTE }),
+            lock.renew({ name: "held", owner: "a", now, ttlMs: MINUTE }),
+            lock.renew({ name: "held", owner: "a", now, expiresAt: T0 + 2 * MINUTE })
+          ]
+          for (const call of calls) {
+            expect(yield* Effect.flip(call), String(now)).toMatchObject({ _tag: "LeaseInputError", field: "now" })
+          }
+        }
+        expect(yield* lock.list).toEqual(before)
+        // whole values, including 0, are times like any other
+        expect(yield* lock.tryAcquire({ name: "stale", owner: "b", host: "h", now: T0, ttlMs: MINUTE })).toBe(true)
+        expect(yield* lock.tryAcquire({ name: "zero", owner: "z", host: null, now: 0, ttlMs: 0 })).toBe(true)
+        expect(yield* lock.read("zero")).toEqual(Option.some({ name: "zero", owner: "z", host: null, acquiredAt: 0, expiresAt: 0 }))
+      }))
+
+    it.effect("LeaseLock: release with a NaN, infinite, fractional or huge expiredBefore is refused with LeaseInputError and changes nothing", () =>
+      Effect.gen(function*() {
+        const db = yield* TestDatabase
+        const lock = yield* db.leaseLock(db.table("locks"))
+        yield* lock.ensureTable
+        const MINUTE = 60_000
+        expect(yield* lock.tryAcquire({ name: "n", owner: "a", host: "h", now: T0, ttlMs: MINUTE })).toBe(true)
+        const before = yield* lock.list
+        // before: Infinity removed a live lease on some stores, NaN failed with an SqlError on others
+        for (const expiredBefore of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 1.5, T0 + MINUTE + 0.5, 2 ** 53, 1e308, -1e308]) {
+          const error = yield* Effect.flip(lock.release({ name: "n", owner: "a", expiredBefore }))
+          expect(error, String(expiredBefore)).toMatchObject({ _tag: "LeaseInputError", field: "expiredBefore" })
+        }
+        expect(yield* lock.list).toEqual(before)
+        expect(yield* lock.release({ name: "n", owner: "a", expiredBefore: T0 + MINUTE })).toBe(false)
+        expect(yield* lock.release({ name: "n", owner: "a", expiredBefore: T0 + MINUTE + 1 })).toBe(true)
+        expect(yield* lock.list).toEqual([])
+      }))
+
+    it.effect("LeaseLock: a negative ttlMs or an expiresAt before now (an already expired lease) is refused with LeaseInputError and changes nothing; ttlMs 0 is allowed", () =>
+      Effect.gen(function*() {
+        const db = yield* TestDatabase
+        const lock = yield* db.leaseLock(db.table("locks"))
+        yield* lock.ensureTable
+        yield* TestClock.setTime(T0)
+        const MINUTE = 60_000
+        expect(yield* lock.tryAcquire({ name: "held", owner: "a", host: "h", now: T0, ttlMs: MINUTE })).toBe(true)
+        expect(yield* lock.tryAcquire({ name: "stale", owner: "a", host: "h", now: T0 - 2 * MINUTE, ttlMs: MINUTE })).toBe(true)
+        const before = yield* lock.list
+        const expired: ReadonlyArray<LeaseExpiry> = [
+          { ttlMs: -1 },
+          { ttlMs: -MINUTE },
+          { ttlMs: -0.5 },
+          { ttlMs: -T0 },
+          { expiresAt: T0 - 1 },
+          { expiresAt: T0 - MINUTE },
+          { expiresAt: 0 },
+          { expiresAt: -1 }
+        ]
+        for (const expiry of expired) {
+          const label = JSON.stringify(expiry)
+          const calls: ReadonlyArray<Effect.Effect<unknown, LeaseError>> = [
+            lock.tryAcquire({ name: "free", owner: "b", now: T0, ...expiry }),
+            lock.tryAcquire({ name: "held", owner: "a", now: T0, ...expiry }),
+            lock.tryAcquire({ name: "stale", owner: "b", now: T0, ...expiry }),
+            lock.renew({ name: "held", owner: "a", now: T0, ...expiry }),
+            // now from the Clock
+            lock.tryAcquire({ name: "free", owner: "b", ...expiry }),
+            lock.renew({ name: "held", owner: "a", ...expiry })
+          ]
+          for (const call of calls) {
+            const error = yield* Effect.flip(call)
+            expect(error, label).toMatchObject({ _tag: "LeaseInputError", field: "expiresAt" })
+            if (error._tag === "LeaseInputError") expect(error.reason, label).toMatch(/expired already/)
+          }
+        }
+        expect(yield* lock.list).toEqual(before)
+        // a lease that expires exactly now is allowed: it is live until now has passed
+        expect(yield* lock.tryAcquire({ name: "free", owner: "b", host: "h", now: T0, ttlMs: 0 })).toBe(true)
+        expect(yield* lock.renew({ name: "held", owner: "a", now: T0 + 5, expiresAt: T0 + 5 })).toBe(true)
+        expect(yield* lock.renew({ name: "held", owner: "a", ttlMs: 0 })).toBe(true)
+        expect(yield* lock.list).toEqual([
+          { name: "free", owner: "b", host: "h", acquiredAt: T0, expiresAt: T0 },
+          { name: "held", owner: "a", host: "h", acquiredAt: T0, expiresAt: T0 },
+          before[1]
+        ])
+      }))
   })

@@ -356,6 +356,9 @@ interface Ledger {
   readonly until: Map<Owner, number>
 }
 
+/** What a store answers to an expiry before now: refused, as `outcome` shows a LeaseInputError. */
+const refusedExpiry = { error: "LeaseInputError", field: "expiresAt" }
+
 /**
  * Folds the model's results over a ledger of grants and returns the first broken rule, if any:
  * at most one owner holds a live lease (expiry ≥ now) of a name; a refused acquire means
@@ -387,6 +390,11 @@ const ledgerViolation = (steps: ReadonlyArray<Step>, results: ReadonlyArray<Outc
         const l = ledger(input.name)
         const owner = input.owner as Owner
         const requested = "ttlMs" in input ? now + input.ttlMs : input.expiresAt
+        // An already expired lease (expiry before now) is refused, and nothing changes.
+        if (requested < now) {
+          if (!isDeepStrictEqual(result, refusedExpiry)) return fail("an expiry before now must be refused")
+          break
+        }
         const others = live(l, now).filter((o) => o !== owner)
         if (result === true) {
           if (others.length > 0) return fail(`granted while ${show(others)} still hold it live`)
@@ -406,6 +414,10 @@ const ledgerViolation = (steps: ReadonlyArray<Step>, results: ReadonlyArray<Outc
       case "renew": {
         const { input } = step
         const l = ledger(input.name)
+        if (("ttlMs" in input ? now + input.ttlMs : input.expiresAt) < now) {
+          if (!isDeepStrictEqual(result, refusedExpiry)) return fail("an expiry before now must be refused")
+          break
+        }
         if (result !== (l.latest === input.owner)) return fail(`latest grantee is ${show(l.latest)}`)
         if (result === true) l.until.set(input.owner as Owner, "ttlMs" in input ? now + input.ttlMs : input.expiresAt)
         break

@@ -364,8 +364,9 @@ const markdown = [
     ? "graphile-worker's exclusive equivalent is one named (serial) queue per job. "
     : "") +
   "Latency is measured in one process from just before the enqueue call to the start of the job's handler. " +
-  "LeaseLock pairs use a distinct lease name per pair; the raw node-postgres row sends the statements leasehold builds (SELECT owner, INSERT … ON CONFLICT DO NOTHING, DELETE). " +
-  "\"pending\": leasehold's worker scenarios are not wired into the harness yet.",
+  "LeaseLock pairs use a distinct lease name per pair; the raw node-postgres row sends the statements leasehold builds (INSERT … ON CONFLICT DO UPDATE … WHERE expired RETURNING, DELETE). " +
+  "Round trips are counted with a single worker fiber, so no two claims or completions can share a statement (group commit needs concurrent fibers)." +
+  (pendingKeys.size > 0 ? " \"pending\": a leasehold scenario not wired into the harness yet." : ""),
   ""
 ].join("\n")
 

@@ -36,7 +36,7 @@ export const SYSTEMS: Readonly<Record<SystemId, SystemDef>> = {
   "leasehold-sqlite": { id: "leasehold-sqlite", label: "leasehold (SQLite)", backend: "sqlite" },
   "graphile-worker": { id: "graphile-worker", label: `graphile-worker ${PEER_VERSIONS["graphile-worker"]}`, backend: "pg" },
   "pg-boss": { id: "pg-boss", label: `pg-boss ${PEER_VERSIONS["pg-boss"]}`, backend: "pg" },
-  "raw-pg": { id: "raw-pg", label: "raw node-postgres, same 3 statements", backend: "pg" },
+  "raw-pg": { id: "raw-pg", label: "raw node-postgres, same 2 statements", backend: "pg" },
   "pg-advisory": { id: "pg-advisory", label: "pg_try_advisory_lock + pg_advisory_unlock", backend: "pg" }
 }
 

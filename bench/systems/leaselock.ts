@@ -3,9 +3,10 @@
  * connection, each pair on a lease name of its own (`bench-<i>`), every result checked.
  *
  * - leasehold: `LeaseLock.make({ table })` over an @effect/sql client (PgClient, MysqlClient
- *   or SqliteClient with one connection). A free name costs tryAcquire = SELECT owner +
- *   INSERT … ON CONFLICT DO NOTHING, and release = DELETE: three statements per pair.
- * - raw-pg: a plain node-postgres `Client` sending exactly those three statements, built by
+ *   or SqliteClient with one connection). On PostgreSQL a free name costs tryAcquire = one
+ *   INSERT … ON CONFLICT DO UPDATE … WHERE expired RETURNING, and release = DELETE: two
+ *   statements per pair (MySQL: SELECT owner + INSERT + DELETE).
+ * - raw-pg: a plain node-postgres `Client` sending exactly those two statements, built by
  *   leasehold's own statement builders (`leaseStatements` with the PostgreSQL dialect), so
  *   the SQL text and parameters are the same; the difference is leasehold's own overhead
  *   (Effect, validation, the pool checkout per statement).
@@ -80,11 +81,9 @@ export const rawPg = async (url: string, n: number): Promise<PairsResult> => {
   const pair = async (i: number) => {
     const name = `bench-${i}`
     const now = Date.now()
-    const owner = await query(client, statements.owner(name))
-    if (owner.rows.length !== 0) throw new Error(`raw-pg: ${name} is already held`)
     const row = { name, owner: OWNER, host: null, acquiredAt: now, expiresAt: now + TTL_MS }
-    const inserted = await query(client, statements.insert(row))
-    if (inserted.rowCount !== 1) throw new Error(`raw-pg: insert of ${name} changed ${inserted.rowCount} rows`)
+    const acquired = await query(client, statements.acquire!(row))
+    if (acquired.rows.length !== 1) throw new Error(`raw-pg: acquire of ${name} returned ${acquired.rows.length} rows`)
     const released = await query(client, statements.release(name, OWNER))
     if (released.rowCount !== 1) throw new Error(`raw-pg: release of ${name} changed ${released.rowCount} rows`)
   }
@@ -93,7 +92,7 @@ export const rawPg = async (url: string, n: number): Promise<PairsResult> => {
     for (let i = -WARMUP; i < 0; i++) await pair(i)
     const t0 = performance.now()
     for (let i = 0; i < n; i++) await pair(i)
-    return { pairs: n, ms: performance.now() - t0, statementsPerPair: 3 }
+    return { pairs: n, ms: performance.now() - t0, statementsPerPair: 2 }
   } finally {
     await client.end()
   }

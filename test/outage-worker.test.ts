@@ -21,23 +21,13 @@ import { spawn } from "node:child_process"
 import { join } from "node:path"
 import { Job, Leasehold, Migrator, Worker } from "../src/index.ts"
 import { MYSQL_URL, PG_URL, uniquePrefix } from "./support/databases.ts"
+import { dropPrefixed, parseUrl, scopedBounded, throughProxy } from "./support/outage.ts"
 import { startProxy, type TcpProxy } from "./support/proxy.ts"
 
 /** Generous bounds for the waits below, only so a broken build fails instead of hanging. */
 const WAIT_MS = 20_000
 
 /** The parts of a database URL a proxied client needs. */
-const parseUrl = (url: string) => {
-  const u = new URL(url)
-  return {
-    host: u.hostname,
-    port: Number(u.port),
-    username: decodeURIComponent(u.username),
-    password: u.password === "" ? undefined : decodeURIComponent(u.password),
-    database: u.pathname.replace(/^\//, "")
-  }
-}
-
 interface Captured {
   readonly level: string
   readonly message: string
@@ -68,33 +58,6 @@ const waitUntil = <E, R>(what: string, check: Effect.Effect<boolean, E, R>): Eff
       yield* realSleep(20)
     }
     return yield* Effect.fail(`not reached within ${WAIT_MS / 1000} s: ${what}`)
-  })
-
-/** Drops every table whose name starts with `prefix`, found through the catalog. */
-const dropPrefixed = (sql: SqlClient.SqlClient, prefix: string) =>
-  Effect.gen(function*() {
-    const like = `${prefix}%`
-    const names = yield* sql.onDialectOrElse({
-      pg: () => sql<{ n: string }>`SELECT table_name AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name LIKE ${like}`,
-      mysql: () => sql<{ n: string }>`SELECT table_name AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE ${like}`,
-      orElse: () => Effect.succeed([])
-    })
-    for (const { n } of names.filter(({ n }) => n.startsWith(prefix))) {
-      yield* sql.unsafe(`DROP TABLE IF EXISTS ${sql.onDialectOrElse({ mysql: () => `\`${n}\``, orElse: () => `"${n}"` })}`)
-    }
-  }).pipe(Effect.orDie)
-
-/**
- * Runs `body` in a scope of its own and closes it, waiting at most 10 s for the closing, so a
- * finalizer stuck on a dead connection fails the test instead of hanging it.
- */
-const scopedBounded = <A, E, R>(body: Effect.Effect<A, E, R | Scope.Scope>): Effect.Effect<A, E | string, Exclude<R, Scope.Scope>> =>
-  Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    const exit = yield* Effect.exit(Scope.extend(body, scope))
-    const closed = yield* Scope.close(scope, exit).pipe(Effect.disconnect, Effect.timeoutOption("10 seconds"))
-    if (Exit.isSuccess(exit) && Option.isNone(closed)) return yield* Effect.fail("closing the worker, the clients and the proxy hung")
-    return yield* exit
   })
 
 /** The connection-retry warning, as `Leasehold.retryConnect` writes it. */
@@ -193,7 +156,7 @@ const startsWhileDown = (url: string, drivers: Drivers, options: { readonly late
     expect(firstThree.map((l) => l.annotations.attempt)).toEqual([1, 2, 3])
     for (const l of firstThree) expect(l.annotations.retryInMs).toEqual(expect.any(Number))
     expect(yield* proxy.refusedConnections()).toBeGreaterThanOrEqual(3)
-    if (target.password !== undefined) expect(logs.lines.some((l) => l.message.includes(target.password!))).toBe(false)
+    if (target.password !== undefined) expect(logs.lines.some((l) => l.message.includes(Redacted.value(target.password!)))).toBe(false)
 
     // The database comes back: the worker is built and runs a job, once.
     yield* proxy.restore()
@@ -256,34 +219,12 @@ const outageInClaimTransaction = (url: string, drivers: Drivers) =>
 
 const postgres: Drivers = {
   direct: PgClient.make({ url: Redacted.make(PG_URL), maxConnections: 3 }),
-  proxied: (port) => {
-    const t = parseUrl(PG_URL)
-    return PgClient.layer({
-      host: "127.0.0.1",
-      port,
-      username: t.username,
-      password: t.password === undefined ? undefined : Redacted.make(t.password),
-      database: t.database,
-      maxConnections: 3,
-      connectTimeout: "2 seconds"
-    })
-  }
+  proxied: (port) => PgClient.layer({ ...throughProxy(PG_URL, port), maxConnections: 3, connectTimeout: "2 seconds" })
 }
 
 const mariadb: Drivers = {
   direct: MysqlClient.make({ url: Redacted.make(MYSQL_URL), maxConnections: 3 }),
-  proxied: (port) => {
-    const t = parseUrl(MYSQL_URL)
-    return MysqlClient.layer({
-      host: "127.0.0.1",
-      port,
-      username: t.username,
-      password: t.password === undefined ? undefined : Redacted.make(t.password),
-      database: t.database,
-      maxConnections: 3,
-      poolConfig: { connectTimeout: 2000 }
-    })
-  }
+  proxied: (port) => MysqlClient.layer({ ...throughProxy(MYSQL_URL, port), maxConnections: 3, poolConfig: { connectTimeout: 2000 } })
 }
 
 describe("a worker started while the database is down (TCP proxy, starts cut)", () => {
@@ -368,7 +309,7 @@ describe("`leasehold worker` started while its database is down", () => {
       yield* Effect.addFinalizer(() => dropPrefixed(direct, prefix))
       const proxy = yield* startProxy({ host: target.host, port: target.port }, { cut: true })
       // A password in the URL (the server's, or one a trusting server ignores) must never be logged.
-      const password = target.password ?? "never-logged-s3cret"
+      const password = target.password === undefined ? "never-logged-s3cret" : Redacted.value(target.password)
       const url = `postgres://${encodeURIComponent(target.username)}:${encodeURIComponent(password)}@127.0.0.1:${proxy.port}/${target.database}`
       const { exited, out, child } = yield* spawnWorker(["--database-url", url, "--prefix", prefix, "--host", "cli-outage", "--poll-interval", "100 millis"])
 

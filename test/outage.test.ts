@@ -19,24 +19,13 @@ import * as Leasehold from "../src/runtime/Leasehold.ts"
 import * as Migrator from "../src/runtime/migrate.ts"
 import * as Worker from "../src/runtime/Worker.ts"
 import { MYSQL_URL, PG_URL, uniquePrefix } from "./support/databases.ts"
+import { parseUrl, scopedBounded, throughProxy } from "./support/outage.ts"
 import { startProxy } from "./support/proxy.ts"
 
 const T0 = 1_791_039_632_175
 const MINUTE = 60_000
 /** Far longer than any call should take: a call still running then is a hang, reported as such. */
 const HANG = "20 seconds"
-
-/** The parts of a database URL the proxied client needs. */
-const parseUrl = (url: string) => {
-  const u = new URL(url)
-  return {
-    host: u.hostname,
-    port: Number(u.port),
-    username: decodeURIComponent(u.username),
-    password: u.password === "" ? undefined : Redacted.make(decodeURIComponent(u.password)),
-    database: u.pathname.replace(/^\//, "")
-  }
-}
 
 /**
  * How a call ended, as plain data: its value, its typed error's tag, a defect, or a hang.
@@ -54,20 +43,6 @@ const settle = <A, E extends { readonly _tag: string }>(effect: Effect.Effect<A,
     })
   )
 
-/**
- * Runs `body` in a scope of its own and closes it, waiting at most 10 s for the closing: a
- * finalizer stuck on a dead connection then fails the test instead of hanging it, and the
- * body's own failure, if any, is the one reported.
- */
-const scopedBounded = <A, E, R>(body: Effect.Effect<A, E, R | Scope.Scope>): Effect.Effect<A, E | string, Exclude<R, Scope.Scope>> =>
-  Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    const exit = yield* Effect.exit(Scope.extend(body, scope))
-    const closed = yield* Scope.close(scope, exit).pipe(Effect.disconnect, Effect.timeoutOption("10 seconds"))
-    if (Exit.isSuccess(exit) && Option.isNone(closed)) return yield* Effect.fail("closing the clients and the proxy hung")
-    return yield* exit
-  })
-
 interface Clients {
   /** Through the proxy: small pool, short connect timeout. */
   readonly proxied: SqlClient.SqlClient
@@ -78,34 +53,16 @@ interface Clients {
 /** PostgreSQL clients: one through the proxy on `port` (small pool, short connect timeout), one direct. */
 const pgClients = (port: number) =>
   Effect.gen(function*() {
-    const target = parseUrl(PG_URL)
     const direct = yield* PgClient.make({ url: Redacted.make(PG_URL), maxConnections: 2 })
-    const proxied = yield* PgClient.make({
-      host: "127.0.0.1",
-      port,
-      username: target.username,
-      password: target.password,
-      database: target.database,
-      maxConnections: 2,
-      connectTimeout: "2 seconds"
-    })
+    const proxied = yield* PgClient.make({ ...throughProxy(PG_URL, port), maxConnections: 2, connectTimeout: "2 seconds" })
     return { direct, proxied }
   })
 
 /** MariaDB clients: one through the proxy on `port`, one direct. */
 const mysqlClients = (port: number) =>
   Effect.gen(function*() {
-    const target = parseUrl(MYSQL_URL)
     const direct = yield* MysqlClient.make({ url: Redacted.make(MYSQL_URL), maxConnections: 2 })
-    const proxied = yield* MysqlClient.make({
-      host: "127.0.0.1",
-      port,
-      username: target.username,
-      password: target.password,
-      database: target.database,
-      maxConnections: 2,
-      poolConfig: { connectTimeout: 2000 }
-    })
+    const proxied = yield* MysqlClient.make({ ...throughProxy(MYSQL_URL, port), maxConnections: 2, poolConfig: { connectTimeout: 2000 } })
     return { direct, proxied }
   })
 

@@ -282,34 +282,26 @@ export const make = (options: { readonly prefix?: string | undefined } = {}): Ef
 
     const countRunning = (host: string) => Effect.map(rows(s.countRunning(host)), (r) => int(r[0]?.n ?? 0))
 
-    const claimRow = (input: ClaimInput): Effect.Effect<Option.Option<JobRow>, SqlError> =>
-      s.claimReturning
-        ? Effect.map(jobs(s.claimReturning(input)), (r) => Option.fromNullable(r[0]))
-        // MySQL has no UPDATE … RETURNING: lock one due row (skipping rows other claimers
-        // hold), update it, and read it back, all in one transaction.
-        : sql.withTransaction(Effect.gen(function*() {
-          const picked = yield* first(s.pickDue(input), decodeJobRow)
-          if (Option.isNone(picked)) return Option.none()
-          // We hold the row's lock, so the update matches it and leaves it as applyClaim says.
-          yield* changed(s.claimById(picked.value.id, input))
-          return Option.some(applyClaim(picked.value, input))
-        }))
-
-    // Up to `limit` rows in one claim, best first, each with its own fresh token.
+    // Up to `limit` rows in one claim, best first. A single row carries the caller's token;
+    // rows of a batch each get a fresh one (made by the database where it can).
     const claimRows = (input: ClaimInput, limit: number): Effect.Effect<ReadonlyArray<JobRow>, SqlError> => {
-      if (limit <= 1) return Effect.map(claimRow(input), (r) => Option.toArray(r))
-      if (s.claimBatchReturning) {
-        return Effect.map(jobs(s.claimBatchReturning(input, limit)), (r) =>
-          [...r].sort((a, b) => b.priority - a.priority || a.runAt - b.runAt))
+      if (s.claimReturning) {
+        return limit <= 1
+          ? jobs(s.claimReturning(input))
+          : Effect.map(jobs(s.claimBatchReturning!(input, limit)), (r) =>
+            [...r].sort((a, b) => b.priority - a.priority || a.runAt - b.runAt))
       }
+      // MySQL has no UPDATE … RETURNING: lock due rows (skipping rows other claimers hold) and
+      // update them by id in one transaction; holding their locks, the rows end as applyClaim says.
       return sql.withTransaction(Effect.gen(function*() {
         const picked = yield* jobs(s.pickDue(input, limit))
         if (picked.length === 0) return []
-        const tokens = picked.map((r) => ({ id: r.id, token: randomUUID() }))
+        const tokens = picked.map((r, i) => ({ id: r.id, token: i === 0 ? input.claimToken : randomUUID() }))
         yield* changed(s.claimByIds(input, tokens))
         return picked.map((r, i) => applyClaim(r, { ...input, claimToken: tokens[i]!.token }))
       }))
     }
+    const claimRow = (input: ClaimInput) => Effect.map(claimRows(input, 1), (r) => Option.fromNullable(r[0]))
 
     // Concurrent uncapped claims (a worker's fibers) go as one statement; see ./batching.ts.
     // Claims for different queues, hosts or caps are grouped apart; the latest `now` is used.

@@ -350,8 +350,6 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
     claimBatchReturning: d.claimReturning === undefined || d.newToken === undefined ? undefined : (input: ClaimInput, limit: number) =>
       d.claimReturning!(c, { set: claimSet(input, d.newToken), due: due(input), capped: empty, limit: literalInt(limit) }),
     pickDue: (input: ClaimInput, limit = 1) => d.pickDue!(c, due(input), literalInt(limit)),
-    claimById: (id: string, input: ClaimInput) =>
-      sql`UPDATE ${jobs} SET ${claimSet(input)} WHERE id = ${id} AND status = 'pending'`,
     /** Claims the locked rows `ids` with one token each (MySQL's batch claim). */
     claimByIds: (input: ClaimInput, rows: ReadonlyArray<{ readonly id: string; readonly token: string }>) =>
       sql`UPDATE ${jobs} SET ${claimSet(input, sql`CASE ${joined(rows.map((r) => sql`WHEN id = ${r.id} THEN ${r.token}`), " ")} END`)} WHERE id IN (${new SqlList(rows.map((r) => r.id))}) AND status = 'pending'`,

@@ -19,6 +19,7 @@ import { SqliteClient } from "@effect/sql-sqlite-node"
 import * as Reactivity from "@effect/experimental/Reactivity"
 import { Cause, Effect, Exit, Option, Redacted, Scope } from "effect"
 import fc from "fast-check"
+import { dropPrefixed } from "../support/outage.ts"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -254,18 +255,6 @@ interface SqlStore {
 
 /** Drops one table of this run (names are lowercase [a-z0-9_], so they need no quoting). */
 const dropTable = (sql: SqlClient.SqlClient, table: string) => Effect.orDie(sql.unsafe(`DROP TABLE IF EXISTS ${table}`))
-
-/** Drops every table under `prefix` left behind by a run that failed to clean up. */
-const dropPrefixed = (sql: SqlClient.SqlClient, prefix: string) =>
-  Effect.gen(function*() {
-    const like = `${prefix}%`
-    const names = yield* sql.onDialectOrElse({
-      pg: () => sql<{ n: string }>`SELECT table_name AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name LIKE ${like}`,
-      mysql: () => sql<{ n: string }>`SELECT table_name AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE ${like}`,
-      orElse: () => sql<{ n: string }>`SELECT name AS n FROM sqlite_master WHERE type = 'table' AND name LIKE ${like}`
-    })
-    for (const { n } of names) if (n.startsWith(prefix)) yield* dropTable(sql, n)
-  }).pipe(Effect.orDie)
 
 /** Runs `steps` on a fresh table of a SQL store and drops the table afterwards. */
 const onFreshTable = (store: SqlStore, table: string, steps: ReadonlyArray<Step>) =>

@@ -178,7 +178,7 @@ const droppedDuringAttempt = (url: string, clients: (proxyPort: number) => Effec
     expect(result._tag).toBe("Completed")
     expect(result._tag === "Completed" && result.leaseLost).toBe(false)
     expect(runs).toBe(1)
-    expect(logs.some((l) => l.includes(`finishing job ${id.id}: connection lost`))).toBe(true)
+    expect(logs.some((l) => l.includes(`finish (job ${id.id}): connection lost`))).toBe(true)
     const store = yield* Effect.provideService(JobStore.make({ prefix }), SqlClient.SqlClient, direct)
     const row = Option.getOrThrow(yield* store.get(id.id))
     expect({ status: row.status, attempts: row.attempts }).toEqual({ status: "completed", attempts: 1 })

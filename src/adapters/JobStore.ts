@@ -7,16 +7,18 @@
 import { SqlClient } from "@effect/sql"
 import { randomUUID } from "node:crypto"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Context, Effect, Either, Layer, Option, Schedule } from "effect"
+import { Context, Effect, Either, Layer, Option } from "effect"
 import type { JobStatus, ReapDecision } from "../core/jobs.ts"
 import { decodeEpochMs } from "../core/lease.ts"
 import { makeBatcher } from "./batching.ts"
 import { dialectOf } from "./dialects.ts"
 import * as LeaseLock from "./LeaseLock.ts"
-import { decodeLeaseRow, inTransaction } from "./LeaseLock.ts"
+import { decodeLeaseRow } from "./LeaseLock.ts"
 import type { LeaseLockApi } from "./LeaseLock.ts"
+import { retryReconnecting, retryTransient } from "./retry.ts"
 import { jobStatements, leaseStatements, type Outcome, type Statement } from "./sql.ts"
 import { type TableNames, tableNames } from "./tables.ts"
+import { inTransaction, NEXT_READ_COMMITTED, readCommittedTransaction } from "./transaction.ts"
 
 /** One row of the jobs table. Times are epoch ms. */
 export interface JobRow {
@@ -260,6 +262,23 @@ export const make = (options: { readonly prefix?: string | undefined } = {}): Ef
       Effect.map(rows(st), (r) => Option.map(Option.fromNullable(r[0]), decode))
     const jobs = (st: Statement) => Effect.map(rows(st), (r) => r.map(decodeJobRow))
 
+    // MySQL/MariaDB: claims and job-row writes run at READ COMMITTED, which takes no gap locks,
+    // so a claim and a completion cannot deadlock on each other's index gaps (docs/retries.md).
+    // A write on its own is one round trip: the SET applies to the statement's own transaction.
+    const readCommitted = dialect.jobs.readCommitted === true
+    const write = (st: Statement): Effect.Effect<number, SqlError> =>
+      readCommitted
+        ? Effect.flatMap(inTransaction, (inside) =>
+          inside
+            ? changed(st)
+            : Effect.map(
+              sql.unsafe(`${NEXT_READ_COMMITTED}; ${st.sql}`, st.params as Array<unknown>).unprepared,
+              (results) => dialect.affectedRows(results[results.length - 1])
+            ))
+        : changed(st)
+    const transaction = <A, E>(effect: Effect.Effect<A, E>) =>
+      readCommitted ? readCommittedTransaction(sql, effect) : sql.withTransaction(effect)
+
     // PostgreSQL: wake idle workers. Sent after the write, in the same transaction when there
     // is one, so a rolled-back enqueue wakes nobody. A failed notify is only a missed wake-up.
     const notify = (payload: string) =>
@@ -293,7 +312,7 @@ export const make = (options: { readonly prefix?: string | undefined } = {}): Ef
       }
       // MySQL has no UPDATE … RETURNING: lock due rows (skipping rows other claimers hold) and
       // update them by id in one transaction; holding their locks, the rows end as applyClaim says.
-      return sql.withTransaction(Effect.gen(function*() {
+      return transaction(Effect.gen(function*() {
         const picked = yield* jobs(s.pickDue(input, limit))
         if (picked.length === 0) return []
         const tokens = picked.map((r, i) => ({ id: r.id, token: i === 0 ? input.claimToken : randomUUID() }))
@@ -316,7 +335,7 @@ export const make = (options: { readonly prefix?: string | undefined } = {}): Ef
         for (const members of groups.values()) {
           const first = inputs[members[0]!]!
           const now = Math.max(...members.map((i) => inputs[i]!.now))
-          const claimed = yield* retryTransient(claimRows({ ...first, now }, members.length))
+          const claimed = yield* retryTransient(dialect, "claim", claimRows({ ...first, now }, members.length))
           claimed.forEach((row, k) => (out[members[k]!] = Option.some(row)))
         }
         return out
@@ -343,7 +362,7 @@ export const make = (options: { readonly prefix?: string | undefined } = {}): Ef
       }
       // PostgreSQL, MySQL: the host row is locked while counting and claiming, so two claimers
       // on one host cannot both see room for one more.
-      return sql.withTransaction(Effect.gen(function*() {
+      return transaction(Effect.gen(function*() {
         yield* changed(s.ensureHost(input.host, input.now))
         yield* rows(s.lockHost!(input.host))
         const running = yield* countRunning(input.host)
@@ -355,29 +374,13 @@ export const make = (options: { readonly prefix?: string | undefined } = {}): Ef
       }))
     }
 
-    // A deadlock victim or serialization failure was rolled back whole; when it ran on its
-    // own (not inside the caller's transaction), running it again is safe.
-    const retryTransient = <A>(effect: Effect.Effect<A, SqlError>) =>
-      Effect.flatMap(inTransaction, (inside) =>
-        inside ? effect : Effect.retry(effect, { times: 5, while: (e) => dialect.isTransient(e.cause) }))
-    const yes = (st: Statement) => retryTransient(Effect.map(changed(st), (n) => n > 0))
+    // A guarded job-row write on its own; a deadlock victim is sent again at once (./retry.ts).
+    const yes = (purpose: string, st: Statement) => retryTransient(dialect, purpose, Effect.map(write(st), (n) => n > 0))
 
     // A lost connection leaves a statement run or not run. finish's writes are all fenced (on
-    // the claim token, the lease owner), so sending one again cannot write twice; a few tries
-    // over about 20 s ride out a blip, well within the reaper's grace of at least 60 s.
-    const reconnect = Schedule.exponential("200 millis").pipe(
-      Schedule.union(Schedule.spaced("5 seconds")),
-      Schedule.intersect(Schedule.recurs(8))
-    )
-    const patiently = <A>(label: string, effect: Effect.Effect<A, SqlError>) =>
-      Effect.flatMap(inTransaction, (inside) =>
-        inside ? effect : Effect.retry(
-          Effect.tapError(effect, (e) =>
-            dialect.isDisconnect(e.cause)
-              ? Effect.logWarning(`${label}: connection lost (${e.message}); trying again`)
-              : Effect.void),
-          { schedule: reconnect, while: (e) => dialect.isDisconnect(e.cause) || dialect.isTransient(e.cause) }
-        ))
+    // the claim token, the lease owner), so sending one again cannot write twice (./retry.ts).
+    const patiently = <A>(purpose: string, detail: string, effect: Effect.Effect<A, SqlError>) =>
+      retryReconnecting(dialect, purpose, detail, effect)
 
     const leaseSql = leaseStatements(dialect.syntax, dialect.lease, tables.jobLocks)
     // When a retried write reports "fenced", the first try may have run and only its reply been
@@ -401,9 +404,9 @@ export const make = (options: { readonly prefix?: string | undefined } = {}): Ef
         const st = s.completeBatch(items, now)
         // Two attempts of one job (one of them fenced) may share a batch: match id and token.
         const key = (id: unknown, token: unknown) => `${String(id)}\u0000${String(token)}`
-        const sent = yield* patiently(`completing ${items.length} jobs`, Effect.suspend(() => (tries++, dialect.jobs.updateReturning
+        const sent = yield* patiently("complete", `${items.length} jobs`, Effect.suspend(() => (tries++, dialect.jobs.updateReturning
           ? Effect.map(rows(st), (r) => new Set(r.map((x) => key(x.id, x.claim_token))))
-          : Effect.map(changed(st), (n) => (n === items.length ? new Set(items.map((i) => key(i.id, i.token))) : undefined)))))
+          : Effect.map(write(st), (n) => (n === items.length ? new Set(items.map((i) => key(i.id, i.token))) : undefined)))))
         if (sent !== undefined && tries === 1) return items.map((i) => sent.has(key(i.id, i.token)))
         // MySQL with some fenced, or a retry after a lost reply: completion keeps the token, so
         // the rows tell exactly which were completed by these attempts.
@@ -424,16 +427,16 @@ export const make = (options: { readonly prefix?: string | undefined } = {}): Ef
         const lease = input.lease
         if (lease !== undefined && s.finish !== undefined) {
           const st = s.finish(input.id, input.token, input.now, input.outcome, lease)
-          const r = (yield* patiently(`finishing job ${input.id}`, counted(rows(st))))[0] ?? {}
+          const r = (yield* patiently("finish", `job ${input.id}`, counted(rows(st))))[0] ?? {}
           const written = yield* confirm(input, int(r.written) > 0, tries > 1)
           if (int(r.released) > 0) return { written, lease: "released" }
           return { written, lease: tries > 1 ? yield* lostAfterRetry(input, lease) : "lost" }
         }
-        const n = yield* patiently(`finishing job ${input.id}`, counted(changed(s.outcome(input.id, input.token, input.now, input.outcome))))
+        const n = yield* patiently("finish", `job ${input.id}`, counted(write(s.outcome(input.id, input.token, input.now, input.outcome))))
         const written = yield* confirm(input, n > 0, tries > 1)
         if (lease === undefined) return { written, lease: "none" }
         tries = 0
-        const released = yield* Effect.either(patiently(`releasing lease ${lease}`, counted(changed(s.releaseLease(lease, input.token)))))
+        const released = yield* Effect.either(patiently("release", `lease ${lease}`, counted(changed(s.releaseLease(lease, input.token)))))
         if (Either.isLeft(released)) {
           yield* Effect.logWarning(`lease ${lease} release failed; it will expire`, released.left)
           return { written, lease: "unknown" }
@@ -446,23 +449,24 @@ export const make = (options: { readonly prefix?: string | undefined } = {}): Ef
       })
 
     const handOff = (leaseName: string, now: number) =>
-      Effect.tap(yes(s.handOff(leaseName, now)), (woke) => (woke ? notify(leaseName) : Effect.void))
+      Effect.tap(yes("hand-off", s.handOff(leaseName, now)), (woke) => (woke ? notify(leaseName) : Effect.void))
 
     return JobStore.of({
       tables,
-      insert,
-      claim: (input) => retryTransient(claim(input)),
+      // A deadlock on the unique key rolled the insert back; sending it again is safe.
+      insert: (job) => retryTransient(dialect, "enqueue", insert(job)),
+      claim: (input) => retryTransient(dialect, "claim", claim(input)),
       finish,
-      defer: (id, token, now, runAt, leaseName) => yes(s.defer(id, token, now, runAt, leaseName)),
-      heartbeat: (id, token, now) => yes(s.heartbeat(id, token, now)),
+      defer: (id, token, now, runAt, leaseName) => yes("defer", s.defer(id, token, now, runAt, leaseName)),
+      heartbeat: (id, token, now) => yes("heartbeat", s.heartbeat(id, token, now)),
       stale: (now, timeout, limit) => jobs(s.stale(now, timeout, limit)),
-      reap: (row, decision, now, timeout) => yes(s.reap(row, decision, now, timeout)),
+      reap: (row, decision, now, timeout) => yes("reap", s.reap(row, decision, now, timeout)),
       handOff,
       get: (id) => first(s.byId(id), decodeJobRow),
       list: (filter) => jobs(s.list(filter)),
       counts: Effect.map(rows(s.counts), (r) =>
         r.map((x) => ({ queue: String(x.queue), status: String(x.status) as JobStatus, count: int(x.n) }))),
-      retryDead: (id, now) => yes(s.retryDead(id, now)),
+      retryDead: (id, now) => yes("retry dead", s.retryDead(id, now)),
       purge: (status, before) => changed(s.purge(status, before)),
       touchHost: (host, now, fields) => Effect.asVoid(changed(s.upsertHost(host, now, fields))),
       getHost: (host) => first(s.hostByName(host), decodeHostRow),

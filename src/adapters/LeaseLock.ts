@@ -13,7 +13,9 @@ import { Clock, Context, Effect, Layer, Option } from "effect"
 import { LeaseInputError, LeaseTableInTransactionError } from "../core/errors.ts"
 import { decodeEpochMs, leaseInputProblem, type LeaseRow } from "../core/lease.ts"
 import { dialectOf } from "./dialects.ts"
+import { retryTransient } from "./retry.ts"
 import { type LeaseStatements, leaseStatements, type Statement } from "./sql.ts"
+import { inTransaction } from "./transaction.ts"
 
 /**
  * When a lease ends: an absolute epoch-ms expiry, or a time to live from `now`. Either way a
@@ -147,11 +149,7 @@ export const validateRelease = (input: ReleaseInput): Effect.Effect<void, LeaseI
       : Effect.fail(new LeaseInputError({ field: "expiredBefore", reason: `not a whole epoch-ms value: ${input.expiredBefore}` }))
   )
 
-/** Whether the current fiber runs inside a `sql.withTransaction`. */
-export const inTransaction: Effect.Effect<boolean> = Effect.map(
-  Effect.serviceOption(SqlClient.TransactionConnection),
-  Option.isSome
-)
+export { inTransaction }
 
 /** Decodes a lease row from any driver (BIGINT as string, number or bigint). */
 export const decodeLeaseRow = (row: Record<string, unknown>): LeaseRow => ({
@@ -190,7 +188,10 @@ export const make = (options: { readonly table: string }): Effect.Effect<LeaseLo
           // Nothing changed: it is either held by someone else or already ours (re-entrant).
           : Effect.map(ownerOf(row.name), (owner) => Option.contains(owner, row.owner)))
 
-    const tryAcquire = (input: AcquireInput) =>
+    // Each operation is safe to run again whole after a deadlock: its writes are fenced
+    // (owner, expiry) and a take-over re-reads what it needs.
+    const tryAcquire = (input: AcquireInput) => retryTransient(dialect, "lease acquire", tryAcquireOnce(input))
+    const tryAcquireOnce = (input: AcquireInput) =>
       Effect.gen(function*() {
         const row = yield* acquireRow(input)
         if (statements.acquire !== undefined) {
@@ -218,13 +219,13 @@ export const make = (options: { readonly table: string }): Effect.Effect<LeaseLo
         yield* validateLease(input)
         const now = yield* nowOr(input.now)
         const expiresAt = yield* resolveExpiry(input, now)
-        return (yield* changed(statements.renew(input.name, input.owner, expiresAt))) > 0
+        return (yield* retryTransient(dialect, "lease renew", changed(statements.renew(input.name, input.owner, expiresAt)))) > 0
       })
 
     const release = (input: ReleaseInput) =>
       Effect.zipRight(
         validateRelease(input),
-        Effect.map(changed(statements.release(input.name, input.owner, input.expiredBefore)), (n) => n > 0)
+        Effect.map(retryTransient(dialect, "lease release", changed(statements.release(input.name, input.owner, input.expiredBefore))), (n) => n > 0)
       )
 
     const tableExists = Effect.map(rows(statements.tableExists), (r) => r.length > 0)

@@ -42,6 +42,7 @@ export const mysql: Dialect = {
     pickDue: ({ sql, jobs, claimIndex }, due, limit) =>
       sql`SELECT ${JOB_COLUMNS} FROM ${jobs} FORCE INDEX (${claimIndex}) WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
     updateReturning: false,
+    readCommitted: true,
     lockHost: ({ sql, hosts }, host) => sql`SELECT host FROM ${hosts} WHERE host = ${host} FOR UPDATE`,
     // MySQL cannot select from the table it updates; a single-table UPDATE takes ORDER BY and LIMIT.
     handOff: ({ sql, jobs }, leaseName, now) =>

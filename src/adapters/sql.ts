@@ -253,6 +253,11 @@ export interface JobDialect {
   readonly pickDue?: (c: JobSqlContext, due: Statement, limit: RawSql) => Statement
   /** Whether UPDATE can return the rows it changed (PostgreSQL, SQLite). */
   readonly updateReturning: boolean
+  /**
+   * Claims and job-row writes run at READ COMMITTED rather than the session's level (MySQL/MariaDB,
+   * whose default REPEATABLE READ takes gap locks that let a claim and a completion deadlock).
+   */
+  readonly readCommitted?: true
   /** Locks the host row while counting and claiming under a host cap (PostgreSQL, MySQL). */
   readonly lockHost?: (c: JobSqlContext, host: string) => Statement
   /** Makes the best job waiting on a lease (highest priority, then oldest) due now. */

@@ -1,0 +1,124 @@
+/**
+ * How the SQL stores ride out the two failures a statement can meet and survive; the rule is
+ * written out in docs/retries.md.
+ *
+ * - **Transient** (a deadlock victim, a serialization failure, a lock wait timeout): the database
+ *   rolled the statement (or its transaction) back whole, so sending it again is always safe.
+ *   It is sent again **at once**, at most `TRANSIENT_RETRIES` times: no sleep, so no Clock is
+ *   involved and a test on a TestClock that never moves cannot hang on it.
+ * - **Disconnect** (the connection was lost or refused): the statement may or may not have run,
+ *   so only statements fenced against running twice (the end of an attempt) are sent again, on
+ *   `reconnectSchedule`. Those waits sleep on the **live** clock, never on the caller's: an
+ *   outage lasts real seconds whatever clock a test has installed.
+ *
+ * Inside the caller's own transaction nothing is retried: the caller's transaction is gone
+ * (PostgreSQL aborts it, InnoDB rolls a deadlock victim back whole), so only the caller can
+ * decide to run it again.
+ */
+import { SqlError } from "@effect/sql/SqlError"
+import { Clock, Effect, Metric, Schedule } from "effect"
+import { inTransaction } from "./transaction.ts"
+
+/** How a dialect classifies a driver error. */
+export interface FailureKinds {
+  /** Rolled back whole: safe to run again. */
+  readonly isTransient: (cause: unknown) => boolean
+  /** The connection was lost or refused: the statement may or may not have run. */
+  readonly isDisconnect: (cause: unknown) => boolean
+}
+
+/** How many times a statement rolled back by a deadlock (or serialization failure) is sent again. */
+export const TRANSIENT_RETRIES = 8
+
+/** Statements sent again at once after a deadlock or serialization failure, by purpose. */
+export const transientRetries = Metric.counter("leasehold_sql_transient_retries", {
+  description: "statements sent again at once after a deadlock or serialization failure"
+})
+
+/** Retries that gave up (transient failures past the bound, or a connection that stayed lost), by purpose. */
+export const retriesExhausted = Metric.counter("leasehold_sql_retries_exhausted", {
+  description: "statement retries that gave up"
+})
+
+/**
+ * Waits between tries after a lost connection: 0.2 s doubling, at most 5 s apart, 8 tries
+ * (about 21 s), well inside the reaper's grace of at least 60 s.
+ */
+export const reconnectSchedule = Schedule.exponential("200 millis").pipe(
+  Schedule.union(Schedule.spaced("5 seconds")),
+  Schedule.intersect(Schedule.recurs(8))
+)
+
+// One live clock for every reconnect wait, whatever Clock the caller's fiber has.
+const liveClock = Clock.make()
+
+const causeOf = (e: unknown): unknown => (e instanceof SqlError ? e.cause : undefined)
+
+const transientLoop = <A, E>(
+  kinds: FailureKinds,
+  purpose: string,
+  label: string,
+  effect: Effect.Effect<A, E>,
+  attempt: number
+): Effect.Effect<A, E> =>
+  Effect.catchIf(effect, (e) => e instanceof SqlError && kinds.isTransient(e.cause), (e) => {
+    if (attempt >= TRANSIENT_RETRIES) {
+      return Effect.zipRight(
+        Effect.zipRight(
+          Metric.increment(Metric.tagged(retriesExhausted, "purpose", purpose)),
+          Effect.logWarning(`${label}: rolled back by the database ${attempt + 1} times in a row (${(e as SqlError).message}); giving up`)
+        ),
+        Effect.fail(e)
+      )
+    }
+    return Effect.zipRight(
+      Effect.zipRight(
+        Metric.increment(Metric.tagged(transientRetries, "purpose", purpose)),
+        Effect.logDebug(`${label}: rolled back by the database (${(e as SqlError).message}); sending it again (${attempt + 1}/${TRANSIENT_RETRIES})`)
+      ),
+      transientLoop(kinds, purpose, label, effect, attempt + 1)
+    )
+  })
+
+/**
+ * Runs `effect` (one statement, or one transaction the store opens itself) and sends it again
+ * at once when the database rolled it back as a deadlock victim or serialization failure.
+ * `purpose` names it in logs and metrics ("claim", "complete", …).
+ */
+export const retryTransient = <A, E>(
+  kinds: FailureKinds,
+  purpose: string,
+  effect: Effect.Effect<A, E>
+): Effect.Effect<A, E> =>
+  Effect.flatMap(inTransaction, (inside) => (inside ? effect : transientLoop(kinds, purpose, purpose, effect, 0)))
+
+/**
+ * For statements fenced against running twice: like `retryTransient`, and after a lost
+ * connection sent again on `reconnectSchedule`, sleeping on the live clock. `detail` adds the
+ * job id or lease name to the log lines.
+ */
+export const retryReconnecting = <A, E>(
+  kinds: FailureKinds,
+  purpose: string,
+  detail: string,
+  effect: Effect.Effect<A, E>
+): Effect.Effect<A, E> =>
+  Effect.flatMap(inTransaction, (inside) => {
+    if (inside) return effect
+    const label = `${purpose} (${detail})`
+    const once = Effect.tapError(
+      transientLoop(kinds, purpose, label, effect, 0),
+      (e) => kinds.isDisconnect(causeOf(e)) ? Effect.logWarning(`${label}: connection lost (${(e as SqlError).message}); trying again`) : Effect.void
+    )
+    return Effect.retry(once, { schedule: reconnectSchedule, while: (e) => kinds.isDisconnect(causeOf(e)) }).pipe(
+      Effect.tapError((e) =>
+        kinds.isDisconnect(causeOf(e))
+          ? Effect.zipRight(
+            Metric.increment(Metric.tagged(retriesExhausted, "purpose", purpose)),
+            Effect.logWarning(`${label}: connection still lost after every retry (${(e as SqlError).message}); giving up`)
+          )
+          : Effect.void
+      ),
+      Effect.withClock(liveClock)
+    )
+  })

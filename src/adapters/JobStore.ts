@@ -1,5 +1,5 @@
 /**
- * JobStore: the job and host tables behind one service (behaviour.md §1, §4–§9). The SQL
+ * JobStore: the job and host tables behind one service (docs/behaviour.md §1, §4–§9). The SQL
  * store (`make`) runs each dialect's statements; the in-memory store (`./memory.ts`) is the
  * model it must agree with. Stores only read and write rows: every decision (backoff,
  * staleness, reap outcome, lease rules) is made by src/core and passed in.

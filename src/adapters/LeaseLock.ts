@@ -1,6 +1,6 @@
 /**
  * LeaseLock: a named, expiring, owner-fenced lock in a table of the application's own
- * database (behaviour.md §2). Usable on its own by any code; the job system builds its
+ * database (docs/behaviour.md §2). Usable on its own by any code; the job system builds its
  * exclusive jobs and its migration lock on it.
  *
  * The SQL store (`make`) runs the dialect's statements through a `SqlClient`; the in-memory
@@ -55,7 +55,7 @@ export interface ReleaseInput {
 /** Errors of lease operations: the database's own, or input the table cannot hold. */
 export type LeaseError = SqlError | LeaseInputError
 
-/** The LeaseLock operations; see behaviour.md §2. */
+/** The LeaseLock operations; see docs/behaviour.md §2. */
 export interface LeaseLockApi {
   /** The table this lock lives in. */
   readonly table: string

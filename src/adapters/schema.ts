@@ -1,5 +1,5 @@
 /**
- * leasehold's own schema, as a numbered list of migrations (behaviour.md §1, §10).
+ * leasehold's own schema, as a numbered list of migrations (docs/behaviour.md §1, §10).
  *
  * Each migration spells out its DDL for PostgreSQL, MySQL/MariaDB and SQLite side by side, so
  * a reader can compare the three and a DBA can copy them. Every statement is idempotent

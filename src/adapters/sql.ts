@@ -109,7 +109,7 @@ export const checkIdentifier = (identifier: string): string => {
   return identifier
 }
 
-/** The lease-table statements (behaviour.md §2) for one dialect and one table. */
+/** The lease-table statements (docs/behaviour.md §2) for one dialect and one table. */
 export interface LeaseStatements {
   readonly table: string
   readonly owner: (name: string) => Statement

@@ -1,5 +1,5 @@
 /**
- * The job rules, as pure functions over plain data (behaviour.md §4–§7, §9): backoff, what a
+ * The job rules, as pure functions over plain data (docs/behaviour.md §4–§7, §9): backoff, what a
  * failure or a reap does to a row, staleness, and the tallies that processQueue and tick
  * report. No I/O: stores and the worker call these and write what they decide.
  */
@@ -120,7 +120,7 @@ export const decideReap = (
 export const cutError = (message: string): string =>
   message.length <= MAX_ERROR_LENGTH ? message : message.slice(0, MAX_ERROR_LENGTH - 1) + "…"
 
-/** What processQueue returns (behaviour.md §9). A deferral counts as skipped, never as failed. */
+/** What processQueue returns (docs/behaviour.md §9). A deferral counts as skipped, never as failed. */
 export interface QueueTally {
   readonly processed: number
   readonly failed: number

@@ -1,5 +1,5 @@
 /**
- * The lease rules, as pure functions over plain data (behaviour.md §2, §3).
+ * The lease rules, as pure functions over plain data (docs/behaviour.md §2, §3).
  *
  * Everything that decides *whether* a lease may be taken, *what* it is called, *how long* it
  * lasts and *how long* a busy job waits lives here, so the SQL stores and the in-memory model

@@ -1,6 +1,6 @@
 /**
  * Job types, the registry that maps names to them, the context a running attempt sees, and
- * enqueue (behaviour.md §4, §7).
+ * enqueue (docs/behaviour.md §4, §7).
  */
 import { Clock, Context, Duration, Effect, Either, Layer, Option, ParseResult, Schema } from "effect"
 import { randomUUID } from "node:crypto"

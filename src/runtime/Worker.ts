@@ -1,6 +1,6 @@
 /**
  * The worker loop: reap, claim, run one attempt (with its lease), and record what happened
- * (behaviour.md §5–§9). processNext is one turn; processQueue and tick loop it.
+ * (docs/behaviour.md §5–§9). processNext is one turn; processQueue and tick loop it.
  *
  * An attempt: claim → [lease: take it, or defer the job if busy] → perform under its timeout →
  * record completed / retry / dead (fenced on the claim token) → [release the lease and hand off

@@ -1,6 +1,6 @@
 /**
  * The migration runner: applies leasehold's own schema migrations (src/adapters/schema.ts)
- * under the migration lock (behaviour.md §10).
+ * under the migration lock (docs/behaviour.md §10).
  *
  * The lock is a LeaseLock row named `migrate` in its own table. One runner works over an
  * abstract backend (the SQL database, or the in-memory store), so both share every rule:

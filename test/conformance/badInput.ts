@@ -28,7 +28,7 @@ import { eventually, withJobs } from "../support/jobs.ts"
 
 const T0 = 1_791_039_632_175
 const SECOND = 1000
-/** The lease window of a 300 s job: 300 + max(60, 300) seconds (behaviour.md §3). */
+/** The lease window of a 300 s job: 300 + max(60, 300) seconds (docs/behaviour.md §3). */
 const WINDOW = 600 * SECOND
 
 /**
@@ -70,7 +70,7 @@ const sized = (n: number, seed = "k'\";-\\é名ß\t"): string => {
   return s.padEnd(n, "z")
 }
 
-/** The lease name behaviour.md §3 gives: prefix + key when it fits in 100, else prefix + SHA-256 hex. */
+/** The lease name docs/behaviour.md §3 gives: prefix + key when it fits in 100, else prefix + SHA-256 hex. */
 const fittedLease = (prefix: string, key: string) =>
   (prefix + key).length <= 100 ? prefix + key : prefix + createHash("sha256").update(key, "utf8").digest("hex")
 

@@ -1,5 +1,5 @@
 /**
- * Exclusive jobs and concurrency keys (behaviour.md §3, §8, §11) on every adapter: the lease's
+ * Exclusive jobs and concurrency keys (docs/behaviour.md §3, §8, §11) on every adapter: the lease's
  * lifetime, busy deferral with the attempt given back, lost leases, heartbeat renewal, the
  * hand-off to the next waiting job, and the lease-aware perform. TestClock drives time.
  */

@@ -1,5 +1,5 @@
 /**
- * Job-system conformance (behaviour.md §4–§7, §9, §11): enqueue and unique keys, claiming,
+ * Job-system conformance (docs/behaviour.md §4–§7, §9, §11): enqueue and unique keys, claiming,
  * attempts, retries, reaping, heartbeats and claim fencing. Every adapter must pass all of it.
  * Timing runs under TestClock.
  */

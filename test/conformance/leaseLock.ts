@@ -1,6 +1,6 @@
 /**
  * LeaseLock conformance: every adapter (postgres, mysql, sqlite, memory) must pass all of it.
- * behaviour.md §2 and §11 (LeaseLock), plus concurrency, transactions and odd input.
+ * docs/behaviour.md §2 and §11 (LeaseLock), plus concurrency, transactions and odd input.
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect, Either, Option, TestClock } from "effect"

@@ -1,5 +1,5 @@
 /**
- * Migrations under the migration lock (behaviour.md §1, §10) on every adapter: the schema
+ * Migrations under the migration lock (docs/behaviour.md §1, §10) on every adapter: the schema
  * migration 1 creates, exactly-once application across concurrent runs, waiting for and
  * timing out on a held lock, taking over an expired one, renewal before each step, status and
  * unlock. TestClock drives every wait: a forked run is stepped from sleep to sleep.

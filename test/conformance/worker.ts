@@ -1,5 +1,5 @@
 /**
- * Hosts and the long-running worker (behaviour.md §9) on every adapter: per-host cap, drain and
+ * Hosts and the long-running worker (docs/behaviour.md §9) on every adapter: per-host cap, drain and
  * resume, tick, and the worker layer's loop and graceful shutdown.
  */
 import { expect, layer } from "@effect/vitest"

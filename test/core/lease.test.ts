@@ -1,4 +1,4 @@
-/** Property tests of the pure lease rules (behaviour.md §3). */
+/** Property tests of the pure lease rules (docs/behaviour.md §3). */
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import {

@@ -1,5 +1,5 @@
 /**
- * Model-based property tests of LeaseLock (behaviour.md §2, §3).
+ * Model-based property tests of LeaseLock (docs/behaviour.md §2, §3).
  *
  * fast-check generates random sequences of LeaseLock calls and clock moves over a small
  * alphabet of names, owners and hosts. Each sequence runs first on the in-memory model

@@ -64,7 +64,12 @@ const runSpec = async (spec: ChildSpec): Promise<Record<string, number>> => {
       }
     }
     case "hotkey": {
-      const r = await need(driver.hotKey, label)(spec.url, param(spec, "jobs"), param(spec, "sleepMs"), param(spec, "workers"))
+      const r = await need(driver.hotKey, label)(
+        spec.url,
+        param(spec, "jobs"),
+        param(spec, "sleepMs"),
+        param(spec, "workers")
+      )
       const idealMs = r.jobs * r.sleepMs
       return { jobs: r.jobs, ms: r.ms, idealMs, overIdeal: r.ms / idealMs }
     }

@@ -93,7 +93,9 @@ const onlySystems = listFlag(flags.systems, Object.keys(SYSTEMS), "system")
 const plan = SCENARIOS.filter((s) => onlyScenarios === undefined || onlyScenarios.has(s.id)).map((s) => ({
   scenario: s,
   params: quick ? s.quick : s.full,
-  systems: s.systems.filter((x) => (onlySystems === undefined || onlySystems.has(x.id)) && (x.extra !== true || flags.extras === true))
+  systems: s.systems.filter((x) =>
+    (onlySystems === undefined || onlySystems.has(x.id)) && (x.extra !== true || flags.extras === true)
+  )
 })).filter((p) => p.systems.length > 0)
 
 if (!quick && rounds < 3) console.error(`note: ${rounds} round(s); the published figures use at least 3`)
@@ -138,7 +140,10 @@ const runChild = (spec: ChildSpec): Promise<ChildResult> =>
     child.on("close", (code, signal) => {
       clearTimeout(timer)
       current.child = undefined
-      resolve(result ?? { status: "error", message: `child exited (${code ?? signal}) without a result: ${stderrTail.trim()}` })
+      resolve(
+        result ??
+          { status: "error", message: `child exited (${code ?? signal}) without a result: ${stderrTail.trim()}` }
+      )
     })
   })
 
@@ -185,7 +190,9 @@ const loadAtStart = loadavg()[0] ?? Number.NaN
 const versions = await serverVersions()
 
 console.error(
-  `leasehold bench: ${quick ? "quick" : "full"} mode, ${rounds} round(s), scenarios ${plan.map((p) => p.scenario.id).join(", ")}`
+  `leasehold bench: ${quick ? "quick" : "full"} mode, ${rounds} round(s), scenarios ${
+    plan.map((p) => p.scenario.id).join(", ")
+  }`
 )
 for (let round = 1; round <= rounds && !interrupted; round++) {
   console.error(`round ${round}/${rounds}`)
@@ -216,7 +223,11 @@ for (let round = 1; round <= rounds && !interrupted; round++) {
       list.push({ round, result })
       runs.set(k, list)
       const secs = ((performance.now() - began) / 1000).toFixed(1)
-      console.error(`  ${scenario.num}. ${scenario.id.padEnd(10)} ${SYSTEMS[system].label.padEnd(40)} ${describe(scenario, result)} [${secs} s]`)
+      console.error(
+        `  ${scenario.num}. ${scenario.id.padEnd(10)} ${SYSTEMS[system].label.padEnd(40)} ${
+          describe(scenario, result)
+        } [${secs} s]`
+      )
     }
   }
 }
@@ -288,10 +299,15 @@ const resultsJson = {
   })),
   memory: plan.some((p) => p.scenario.id === "throughput")
     ? {
-      note: "peak RSS of the worker's child process during the timed drain of scenario 1 (VmHWM reset after enqueueing)",
+      note:
+        "peak RSS of the worker's child process during the timed drain of scenario 1 (VmHWM reset after enqueueing)",
       systems: (plan.find((p) => p.scenario.id === "throughput")?.systems ?? []).map(({ id }) => {
         const o = outcome("throughput", id)
-        return { system: id, status: o?.status ?? "skipped", peakRssMb: o?.status === "ok" ? o.median.peakRssMb ?? null : null }
+        return {
+          system: id,
+          status: o?.status ?? "skipped",
+          peakRssMb: o?.status === "ok" ? o.median.peakRssMb ?? null : null
+        }
       }),
       ratios: ratioRows(MEMORY_RATIOS)
     }
@@ -311,7 +327,9 @@ for (const { scenario, params, systems } of plan) {
     const o = outcome(scenario.id, id)
     const list = runs.get(key(scenario.id, id)) ?? []
     const perRound = list.map((r) =>
-      r.result.status === "ok" ? showPrimary(scenario, r.result.metrics[scenario.primary] ?? Number.NaN) : r.result.status
+      r.result.status === "ok"
+        ? showPrimary(scenario, r.result.metrics[scenario.primary] ?? Number.NaN)
+        : r.result.status
     )
     const system = note === undefined ? SYSTEMS[id].label : `${SYSTEMS[id].label} (${note})`
     tableRows.push(
@@ -325,9 +343,13 @@ if (resultsJson.memory !== null) {
   resultsJson.memory.systems.forEach((m, i) => {
     const o = outcome("throughput", m.system)
     const list = runs.get(key("throughput", m.system)) ?? []
-    const perRound = list.map((r) => (r.result.status === "ok" ? `${Math.round(r.result.metrics.peakRssMb ?? Number.NaN)}` : r.result.status))
+    const perRound = list.map((
+      r
+    ) => (r.result.status === "ok" ? `${Math.round(r.result.metrics.peakRssMb ?? Number.NaN)}` : r.result.status))
     tableRows.push(
-      `| ${i === 0 ? "7" : ""} | ${i === 0 ? "Memory: peak RSS of the worker process during the scenario 1 drain" : ""} | ${cell(SYSTEMS[m.system].label)} | ${
+      `| ${i === 0 ? "7" : ""} | ${
+        i === 0 ? "Memory: peak RSS of the worker process during the scenario 1 drain" : ""
+      } | ${cell(SYSTEMS[m.system].label)} | ${
         m.peakRssMb === null ? statusText(o) : `${Math.round(m.peakRssMb)} MiB`
       } | ${o?.status === "ok" ? perRound.join(" · ") : ""} |`
     )
@@ -335,7 +357,9 @@ if (resultsJson.memory !== null) {
 }
 
 const ratioTable = [
-  ...resultsJson.scenarios.flatMap((s) => s.ratios.map((r) => `| ${s.number} | ${cell(r.label)} | ${fmtRatio(r.value)} |`)),
+  ...resultsJson.scenarios.flatMap((s) =>
+    s.ratios.map((r) => `| ${s.number} | ${cell(r.label)} | ${fmtRatio(r.value)} |`)
+  ),
   ...(resultsJson.memory?.ratios ?? []).map((r) => `| 7 | ${cell(r.label)} | ${fmtRatio(r.value)} |`)
 ]
 
@@ -347,7 +371,9 @@ const markdown = [
   "",
   `Machine: ${machineLine}.`,
   `Run: ${started.toISOString()}, ${rounds} round(s), systems alternated each round, each system in its own process on a fresh database; ` +
-  `medians over the rounds; total ${Math.round(durationS)} s; 1-minute load average ${machine.loadAverage1m.start} at the start, ${machine.loadAverage1m.end} at the end.`,
+  `medians over the rounds; total ${
+    Math.round(durationS)
+  } s; 1-minute load average ${machine.loadAverage1m.start} at the start, ${machine.loadAverage1m.end} at the end.`,
   "",
   "| # | Scenario | System | Median | Per round |",
   "|---|---|---|---|---|",

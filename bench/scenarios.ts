@@ -34,7 +34,11 @@ export const SYSTEMS: Readonly<Record<SystemId, SystemDef>> = {
   "leasehold-pg": { id: "leasehold-pg", label: "leasehold (PostgreSQL)", backend: "pg" },
   "leasehold-mariadb": { id: "leasehold-mariadb", label: "leasehold (MariaDB)", backend: "mariadb" },
   "leasehold-sqlite": { id: "leasehold-sqlite", label: "leasehold (SQLite)", backend: "sqlite" },
-  "graphile-worker": { id: "graphile-worker", label: `graphile-worker ${PEER_VERSIONS["graphile-worker"]}`, backend: "pg" },
+  "graphile-worker": {
+    id: "graphile-worker",
+    label: `graphile-worker ${PEER_VERSIONS["graphile-worker"]}`,
+    backend: "pg"
+  },
   "pg-boss": { id: "pg-boss", label: `pg-boss ${PEER_VERSIONS["pg-boss"]}`, backend: "pg" },
   "raw-pg": { id: "raw-pg", label: "raw node-postgres, same 2 statements", backend: "pg" },
   "pg-advisory": { id: "pg-advisory", label: "pg_try_advisory_lock + pg_advisory_unlock", backend: "pg" }
@@ -80,7 +84,11 @@ const get = (m: Metrics, k: string) => m[k] ?? Number.NaN
 
 /** How a per-round value of a scenario's primary metric is printed. */
 export const showPrimary = (scenario: ScenarioDef, x: number): string =>
-  scenario.primary.endsWith("Ms") || scenario.primary === "ms" ? ms(x) : scenario.primary.endsWith("PerJob") ? num(x, 1) : int(x)
+  scenario.primary.endsWith("Ms") || scenario.primary === "ms"
+    ? ms(x)
+    : scenario.primary.endsWith("PerJob")
+    ? num(x, 1)
+    : int(x)
 
 export const SCENARIOS: ReadonlyArray<ScenarioDef> = [
   {
@@ -99,15 +107,30 @@ export const SCENARIOS: ReadonlyArray<ScenarioDef> = [
     primary: "jobsPerSec",
     show: (m) => `${int(get(m, "jobsPerSec"))} jobs/s (${ms(get(m, "ms"))})`,
     ratios: [
-      { label: "leasehold (PostgreSQL) ÷ graphile-worker, jobs/s", num: ["throughput", "leasehold-pg", "jobsPerSec"], den: ["throughput", "graphile-worker", "jobsPerSec"] },
-      { label: "leasehold (PostgreSQL) ÷ pg-boss, jobs/s", num: ["throughput", "leasehold-pg", "jobsPerSec"], den: ["throughput", "pg-boss", "jobsPerSec"] },
-      { label: "pg-boss ÷ graphile-worker, jobs/s", num: ["throughput", "pg-boss", "jobsPerSec"], den: ["throughput", "graphile-worker", "jobsPerSec"] }
+      {
+        label: "leasehold (PostgreSQL) ÷ graphile-worker, jobs/s",
+        num: ["throughput", "leasehold-pg", "jobsPerSec"],
+        den: ["throughput", "graphile-worker", "jobsPerSec"]
+      },
+      {
+        label: "leasehold (PostgreSQL) ÷ pg-boss, jobs/s",
+        num: ["throughput", "leasehold-pg", "jobsPerSec"],
+        den: ["throughput", "pg-boss", "jobsPerSec"]
+      },
+      {
+        label: "pg-boss ÷ graphile-worker, jobs/s",
+        num: ["throughput", "pg-boss", "jobsPerSec"],
+        den: ["throughput", "graphile-worker", "jobsPerSec"]
+      }
     ]
   },
   {
     id: "exclusive",
     num: "2",
-    title: (p) => `Exclusive throughput: ${int(get(p, "jobs"))} jobs, a distinct concurrency key per job, concurrency ${get(p, "concurrency")}`,
+    title: (p) =>
+      `Exclusive throughput: ${int(get(p, "jobs"))} jobs, a distinct concurrency key per job, concurrency ${
+        get(p, "concurrency")
+      }`,
     full: { jobs: 20_000, concurrency: 10 },
     quick: { jobs: 2_000, concurrency: 10 },
     systems: [
@@ -121,16 +144,30 @@ export const SCENARIOS: ReadonlyArray<ScenarioDef> = [
     primary: "jobsPerSec",
     show: (m) => `${int(get(m, "jobsPerSec"))} jobs/s (${ms(get(m, "ms"))})`,
     ratios: [
-      { label: "leasehold (PostgreSQL) exclusive ÷ plain, jobs/s", num: ["exclusive", "leasehold-pg", "jobsPerSec"], den: ["throughput", "leasehold-pg", "jobsPerSec"] },
-      { label: "leasehold (PostgreSQL) ÷ graphile-worker (queue per job), jobs/s", num: ["exclusive", "leasehold-pg", "jobsPerSec"], den: ["exclusive", "graphile-worker", "jobsPerSec"] },
-      { label: "graphile-worker queue per job ÷ plain, jobs/s", num: ["exclusive", "graphile-worker", "jobsPerSec"], den: ["throughput", "graphile-worker", "jobsPerSec"] }
+      {
+        label: "leasehold (PostgreSQL) exclusive ÷ plain, jobs/s",
+        num: ["exclusive", "leasehold-pg", "jobsPerSec"],
+        den: ["throughput", "leasehold-pg", "jobsPerSec"]
+      },
+      {
+        label: "leasehold (PostgreSQL) ÷ graphile-worker (queue per job), jobs/s",
+        num: ["exclusive", "leasehold-pg", "jobsPerSec"],
+        den: ["exclusive", "graphile-worker", "jobsPerSec"]
+      },
+      {
+        label: "graphile-worker queue per job ÷ plain, jobs/s",
+        num: ["exclusive", "graphile-worker", "jobsPerSec"],
+        den: ["throughput", "graphile-worker", "jobsPerSec"]
+      }
     ]
   },
   {
     id: "hotkey",
     num: "3",
     title: (p) =>
-      `Hot key: ${get(p, "jobs")} jobs on one key, each sleeping ${get(p, "sleepMs")} ms, ${get(p, "workers")} workers (ideal ${int(get(p, "jobs") * get(p, "sleepMs"))} ms)`,
+      `Hot key: ${get(p, "jobs")} jobs on one key, each sleeping ${get(p, "sleepMs")} ms, ${
+        get(p, "workers")
+      } workers (ideal ${int(get(p, "jobs") * get(p, "sleepMs"))} ms)`,
     full: { jobs: 200, sleepMs: 5, workers: 4 },
     quick: { jobs: 50, sleepMs: 5, workers: 4 },
     systems: [
@@ -142,7 +179,11 @@ export const SCENARIOS: ReadonlyArray<ScenarioDef> = [
     primary: "ms",
     show: (m) => `${ms(get(m, "ms"))} = ${num(get(m, "overIdeal"))} × ideal`,
     ratios: [
-      { label: "leasehold (PostgreSQL) drain ÷ graphile-worker drain", num: ["hotkey", "leasehold-pg", "ms"], den: ["hotkey", "graphile-worker", "ms"] }
+      {
+        label: "leasehold (PostgreSQL) drain ÷ graphile-worker drain",
+        num: ["hotkey", "leasehold-pg", "ms"],
+        den: ["hotkey", "graphile-worker", "ms"]
+      }
     ]
   },
   {
@@ -160,8 +201,16 @@ export const SCENARIOS: ReadonlyArray<ScenarioDef> = [
     primary: "p50Ms",
     show: (m) => `p50 ${ms(get(m, "p50Ms"))}, p99 ${ms(get(m, "p99Ms"))}`,
     ratios: [
-      { label: "leasehold (PostgreSQL) ÷ graphile-worker, p50", num: ["latency", "leasehold-pg", "p50Ms"], den: ["latency", "graphile-worker", "p50Ms"] },
-      { label: "leasehold (PostgreSQL) ÷ graphile-worker, p99", num: ["latency", "leasehold-pg", "p99Ms"], den: ["latency", "graphile-worker", "p99Ms"] }
+      {
+        label: "leasehold (PostgreSQL) ÷ graphile-worker, p50",
+        num: ["latency", "leasehold-pg", "p50Ms"],
+        den: ["latency", "graphile-worker", "p50Ms"]
+      },
+      {
+        label: "leasehold (PostgreSQL) ÷ graphile-worker, p99",
+        num: ["latency", "leasehold-pg", "p99Ms"],
+        den: ["latency", "graphile-worker", "p99Ms"]
+      }
     ]
   },
   {
@@ -180,30 +229,55 @@ export const SCENARIOS: ReadonlyArray<ScenarioDef> = [
     primary: "pairsPerSec",
     show: (m) => `${int(get(m, "pairsPerSec"))} pairs/s (${num(get(m, "statementsPerPair"), 1)} statements/pair)`,
     ratios: [
-      { label: "leasehold (PostgreSQL) ÷ raw node-postgres, pairs/s", num: ["leaselock", "leasehold-pg", "pairsPerSec"], den: ["leaselock", "raw-pg", "pairsPerSec"] },
-      { label: "leasehold (PostgreSQL) ÷ advisory locks, pairs/s", num: ["leaselock", "leasehold-pg", "pairsPerSec"], den: ["leaselock", "pg-advisory", "pairsPerSec"] },
-      { label: "raw node-postgres ÷ advisory locks, pairs/s", num: ["leaselock", "raw-pg", "pairsPerSec"], den: ["leaselock", "pg-advisory", "pairsPerSec"] }
+      {
+        label: "leasehold (PostgreSQL) ÷ raw node-postgres, pairs/s",
+        num: ["leaselock", "leasehold-pg", "pairsPerSec"],
+        den: ["leaselock", "raw-pg", "pairsPerSec"]
+      },
+      {
+        label: "leasehold (PostgreSQL) ÷ advisory locks, pairs/s",
+        num: ["leaselock", "leasehold-pg", "pairsPerSec"],
+        den: ["leaselock", "pg-advisory", "pairsPerSec"]
+      },
+      {
+        label: "raw node-postgres ÷ advisory locks, pairs/s",
+        num: ["leaselock", "raw-pg", "pairsPerSec"],
+        den: ["leaselock", "pg-advisory", "pairsPerSec"]
+      }
     ]
   },
   {
     id: "roundtrips",
     num: "6",
-    title: (p) => `Round trips: statements per completed job, counted through a wrapped SqlClient, ${int(get(p, "jobs"))} jobs`,
+    title: (p) =>
+      `Round trips: statements per completed job, counted through a wrapped SqlClient, ${int(get(p, "jobs"))} jobs`,
     full: { jobs: 1_000 },
     quick: { jobs: 200 },
     systems: [{ id: "leasehold-pg" }, { id: "leasehold-mariadb" }, { id: "leasehold-sqlite" }],
     primary: "plainPerJob",
     show: (m) => `plain ${num(get(m, "plainPerJob"), 1)}, exclusive ${num(get(m, "exclusivePerJob"), 1)}`,
     ratios: [
-      { label: "leasehold (PostgreSQL) exclusive ÷ plain, statements/job", num: ["roundtrips", "leasehold-pg", "exclusivePerJob"], den: ["roundtrips", "leasehold-pg", "plainPerJob"] }
+      {
+        label: "leasehold (PostgreSQL) exclusive ÷ plain, statements/job",
+        num: ["roundtrips", "leasehold-pg", "exclusivePerJob"],
+        den: ["roundtrips", "leasehold-pg", "plainPerJob"]
+      }
     ]
   }
 ]
 
 /** Scenario 7 is measured in scenario 1's child processes; these are its ratios. */
 export const MEMORY_RATIOS: ReadonlyArray<RatioDef> = [
-  { label: "leasehold (PostgreSQL) ÷ graphile-worker, peak RSS", num: ["throughput", "leasehold-pg", "peakRssMb"], den: ["throughput", "graphile-worker", "peakRssMb"] },
-  { label: "leasehold (PostgreSQL) ÷ pg-boss, peak RSS", num: ["throughput", "leasehold-pg", "peakRssMb"], den: ["throughput", "pg-boss", "peakRssMb"] }
+  {
+    label: "leasehold (PostgreSQL) ÷ graphile-worker, peak RSS",
+    num: ["throughput", "leasehold-pg", "peakRssMb"],
+    den: ["throughput", "graphile-worker", "peakRssMb"]
+  },
+  {
+    label: "leasehold (PostgreSQL) ÷ pg-boss, peak RSS",
+    num: ["throughput", "leasehold-pg", "peakRssMb"],
+    den: ["throughput", "pg-boss", "peakRssMb"]
+  }
 ]
 
 /** A ratio's value, or why it has none ("pending" when either side is pending). */

@@ -17,9 +17,7 @@ import { SqlClient } from "@effect/sql"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { NodeRuntime } from "@effect/platform-node"
 import { Clock, Effect, Layer, Logger, LogLevel, Ref, Schema } from "effect"
-import { Job, JobStore, Leasehold, Worker } from "../src/index.ts"
-import * as Migrate from "../src/runtime/migrate.ts"
-import { tableNames } from "../src/adapters/tables.ts"
+import { Job, JobStore, Leasehold, Migrator, tableNames, Worker } from "leasehold"
 
 const DATABASE_FILE = (process.env.LEASEHOLD_DATABASE_URL ?? "./leasehold.db").replace(/^(sqlite|file):(\/\/)?/, "")
 /** The demo's tables live under their own prefix, apart from any app tables in the same file. */
@@ -133,7 +131,7 @@ const program = Effect.gen(function*() {
 
   // Migrations create leasehold's tables; they run under a lock, so every instance of an app
   // may run them at start-up.
-  const migrator = yield* Migrate.make({ prefix: PREFIX })
+  const migrator = yield* Migrator.make({ prefix: PREFIX })
   const { applied } = yield* migrator.run
   console.log(`migrations: applied ${applied.map((m) => `#${m.id} ${m.name}`).join(", ") || "none (up to date)"}`)
 
@@ -164,7 +162,9 @@ const program = Effect.gen(function*() {
     console.log(
       `[${seconds.padStart(4)} s] completed ${pad(count("completed"))}  dead ${count("failed")}  ` +
         `running ${count("processing")}  pending ${pad(count("pending"))}  ` +
-        `(deferrals so far ${deferred}; attempts by worker-a/worker-b: ${stats.map((s) => s.processed + s.failed).join("/")})`
+        `(deferrals so far ${deferred}; attempts by worker-a/worker-b: ${
+          stats.map((s) => s.processed + s.failed).join("/")
+        })`
     )
     finished = count("pending") + count("processing") === 0
     if (!finished && elapsed > 60_000) {
@@ -195,7 +195,9 @@ const summary = Effect.gen(function*() {
     const t = all[type.name] ?? { completed: 0, dead: 0, retries: 0, deferrals: 0, leasesLost: 0 }
     lost += t.leasesLost
     console.log(
-      `${type.name.padEnd(15)} ${String(t.completed).padStart(9)}  ${String(t.dead).padStart(4)}  ${String(t.retries).padStart(7)}  ` +
+      `${type.name.padEnd(15)} ${String(t.completed).padStart(9)}  ${String(t.dead).padStart(4)}  ${
+        String(t.retries).padStart(7)
+      }  ` +
         `${String(t.deferrals).padStart(22)}  ${String(t.leasesLost).padStart(11)}`
     )
   }
@@ -212,7 +214,9 @@ const summary = Effect.gen(function*() {
       running.set(entry.key, others.filter((o) => o.job !== entry.job))
       continue
     }
-    for (const o of others) overlaps.push(`${entry.key}: ${entry.job} on ${entry.host} started while ${o.job} on ${o.host} ran`)
+    for (const o of others) {
+      overlaps.push(`${entry.key}: ${entry.job} on ${entry.host} started while ${o.job} on ${o.host} ran`)
+    }
     running.set(entry.key, [...others, entry])
     runsPerKey.set(entry.key, (runsPerKey.get(entry.key) ?? 0) + 1)
   }
@@ -220,7 +224,9 @@ const summary = Effect.gen(function*() {
   console.log(`\nruns per key: ${keys}`)
   console.log(`leases lost: ${lost}${lost === 0 ? "" : "  ✗ (a run outlived its lease; see the warnings)"}`)
   if (overlaps.length > 0) {
-    console.log(`no key ever ran twice at once: ✗ (${overlaps.length} overlaps)\n  ${overlaps.slice(0, 10).join("\n  ")}`)
+    console.log(
+      `no key ever ran twice at once: ✗ (${overlaps.length} overlaps)\n  ${overlaps.slice(0, 10).join("\n  ")}`
+    )
     return 1
   }
   console.log("no key ever ran twice at once: ✓")

@@ -1,21 +1,37 @@
 /**
- * leasehold: durable background jobs for TypeScript on Effect, stored in your own SQL
- * database, with exclusive jobs and concurrency keys enforced by fenced database leases.
+ * leasehold: durable background jobs for TypeScript on Effect, in your own SQL database, with
+ * exclusive jobs and concurrency keys enforced by fenced database leases.
  *
- * - `Job.define`, `Job.enqueue`, `Job.heartbeat`, `Job.JobContext`: job types and their use.
- * - `Worker.processNext`, `Worker.processQueue`, `Worker.tick`, `Worker.layer`: running them.
- * - `Leasehold.layer` / `Leasehold.memoryLayer`: the services, over your `SqlClient` or in memory;
- *   `Leasehold.retryConnect`: a `SqlClient` layer that waits (logging, with backoff) for a
- *   database that is down at start-up.
- * - `LeaseLock`: the fenced lease on its own, for any code.
+ * The public API, chosen on purpose (docs/architecture.md): the modules an app uses, the typed
+ * errors, and every type that appears in their signatures. Internals (statement builders,
+ * dialects, transitions) are not exported; "leasehold/testing" has the testing kit.
  */
-export * from "./core/index.ts"
-export * as LeaseLock from "./adapters/LeaseLock.ts"
-export * as JobStore from "./adapters/JobStore.ts"
 export * as Job from "./runtime/Job.ts"
 export * as Worker from "./runtime/Worker.ts"
-export * as Metrics from "./runtime/metrics.ts"
 export * as Leasehold from "./runtime/Leasehold.ts"
 export * as Migrator from "./runtime/migrate.ts"
-export { DEFAULT_PREFIX, type TableNames, tableNames } from "./adapters/tables.ts"
-export { MemoryDatabase, makeMemoryDatabase, makeMemoryLeaseLock, memoryDatabaseLayer, memoryLeaseLockLayer } from "./adapters/memory.ts"
+export * as Metrics from "./runtime/metrics.ts"
+export * as LeaseLock from "./LeaseLock.ts"
+export * as JobStore from "./JobStore.ts"
+export * from "./core/errors.ts"
+export type { BackoffOptions, JobStatus, QueueTally, ReapDecision } from "./core/jobs.ts"
+export type { LeaseRow } from "./core/lease.ts"
+export type {
+  ClaimInput,
+  ClaimResult,
+  FinishInput,
+  Finished,
+  HostRow,
+  JobCount,
+  JobFilter,
+  JobRow,
+  NewJob,
+  Outcome
+} from "./core/model.ts"
+export { DEFAULT_PREFIX, type TableNames, tableNames } from "./core/tables.ts"
+export {
+  MemoryDatabase,
+  type MemoryDatabaseApi,
+  makeMemoryDatabase,
+  memoryDatabaseLayer
+} from "./adapters/memory/database.ts"

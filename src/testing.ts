@@ -23,12 +23,14 @@
 import type { WorkerConfigError } from "./core/errors.ts"
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
-import { SqliteClient } from "@effect/sql-sqlite-node"
 import { type Duration, Effect, Layer, Option, TestClock } from "effect"
 import type { JobStatus } from "./core/jobs.ts"
-import * as JobStoreModule from "./adapters/JobStore.ts"
-import { type JobLeases, type JobRow, JobStore } from "./adapters/JobStore.ts"
-import { MemoryDatabase, memoryDatabaseLayer, memoryJobStoreLayer } from "./adapters/memory.ts"
+import { type SqliteClientService, sqliteMemoryLayer } from "./adapters/clients.ts"
+import { MemoryDatabase, memoryDatabaseLayer } from "./adapters/memory/database.ts"
+import { memoryJobStoreLayer } from "./adapters/memory/JobStore.ts"
+import * as JobStoreModule from "./adapters/sql/JobStore.ts"
+import type { JobRow } from "./core/model.ts"
+import { type JobLeases, JobStore } from "./ports/JobStore.ts"
 import { type AnyJobType, type JobContext, type Jobs, jobsLayer, type JobType } from "./runtime/Job.ts"
 import * as Migrate from "./runtime/migrate.ts"
 import { type ProcessOptions, type ProcessResult, processNext, type WorkerServices } from "./runtime/Worker.ts"
@@ -45,7 +47,10 @@ export interface TestLayerOptions<Types extends ReadonlyArray<AnyJobType>> {
 }
 
 /** What the perform functions of `Types` need besides `JobContext` (the layer takes it from its context). */
-export type JobRequirements<Types extends ReadonlyArray<AnyJobType>> = Exclude<RequirementsOf<Types[number]>, JobContext>
+export type JobRequirements<Types extends ReadonlyArray<AnyJobType>> = Exclude<
+  RequirementsOf<Types[number]>,
+  JobContext
+>
 type RequirementsOf<T> = T extends JobType<string, any, any, infer R> ? R : never
 
 /** The services the test layers provide: everything `processNext`, `enqueue` and the helpers need. */
@@ -66,9 +71,15 @@ const applyMigrations = <E, R>(migrator: Effect.Effect<Migrate.MigratorApi, E, R
  */
 export const layer = <const Types extends ReadonlyArray<AnyJobType>>(
   options: TestLayerOptions<Types>
-): Layer.Layer<TestServices | MemoryDatabase, never, Exclude<JobRequirements<Types>, JobStore | JobLeases | MemoryDatabase>> => {
+): Layer.Layer<
+  TestServices | MemoryDatabase,
+  never,
+  Exclude<JobRequirements<Types>, JobStore | JobLeases | MemoryDatabase>
+> => {
   const store = memoryJobStoreLayer({ prefix: options.prefix }).pipe(
-    Layer.provide(applyMigrations(Effect.map(MemoryDatabase, (db) => Migrate.makeMemory(db, { prefix: options.prefix })))),
+    Layer.provide(
+      applyMigrations(Effect.map(MemoryDatabase, (db) => Migrate.makeMemory(db, { prefix: options.prefix })))
+    ),
     Layer.provideMerge(memoryDatabaseLayer)
   )
   return Layer.provideMerge(registry(options.jobs), store)
@@ -82,13 +93,13 @@ export const layer = <const Types extends ReadonlyArray<AnyJobType>>(
 export const sqliteLayer = <const Types extends ReadonlyArray<AnyJobType>>(
   options: TestLayerOptions<Types>
 ): Layer.Layer<
-  TestServices | SqlClient.SqlClient | SqliteClient.SqliteClient,
+  TestServices | SqlClient.SqlClient | SqliteClientService,
   never,
-  Exclude<JobRequirements<Types>, JobStore | JobLeases | SqlClient.SqlClient | SqliteClient.SqliteClient>
+  Exclude<JobRequirements<Types>, JobStore | JobLeases | SqlClient.SqlClient | SqliteClientService>
 > => {
   const store = JobStoreModule.layer({ prefix: options.prefix }).pipe(
     Layer.provide(applyMigrations(Migrate.make({ prefix: options.prefix }))),
-    Layer.provideMerge(Layer.orDie(SqliteClient.layer({ filename: ":memory:" })))
+    Layer.provideMerge(sqliteMemoryLayer)
   )
   return Layer.provideMerge(registry(options.jobs), store)
 }
@@ -109,7 +120,9 @@ export interface DrainOptions extends ProcessOptions {
  * `Capped` or `Draining` outcome ends the drain and is included. Time does not move: a retry or
  * a deferral is due later, so the drain ends; `advance` runs it.
  */
-export const drain = (options: DrainOptions = {}): Effect.Effect<ReadonlyArray<ProcessResult>, SqlError | WorkerConfigError, TestServices> =>
+export const drain = (
+  options: DrainOptions = {}
+): Effect.Effect<ReadonlyArray<ProcessResult>, SqlError | WorkerConfigError, TestServices> =>
   Effect.gen(function*() {
     const maxTurns = options.maxTurns ?? 1000
     const next: ProcessOptions = { ...options, host: options.host ?? TEST_HOST }
@@ -153,16 +166,19 @@ export const jobs = (filter: JobsFilter = {}): Effect.Effect<ReadonlyArray<JobRo
 /** The row of job `id`; dies when there is none (a test asking for a job that was never enqueued). */
 export const job = (id: string): Effect.Effect<JobRow, SqlError, JobStore> =>
   Effect.flatMap(JobStore, (store) =>
-    Effect.flatMap(store.get(id), Option.match({
-      onNone: () => Effect.dieMessage(`no job with id ${id}`),
-      onSome: Effect.succeed
-    })))
+    Effect.flatMap(
+      store.get(id),
+      Option.match({
+        onNone: () => Effect.dieMessage(`no job with id ${id}`),
+        onSome: Effect.succeed
+      })
+    ))
 
 /**
  * The job store and the job leases, re-exported for tests: `JobLeases.tryAcquire` holds a lease
  * the way another worker would; `JobStore` reads and writes rows directly.
  */
-export { JobLeases, JobStore } from "./adapters/JobStore.ts"
+export { JobLeases, JobStore } from "./ports/JobStore.ts"
 
 /** Everything above under one name, for `import { TestLeasehold } from "leasehold/testing"`. */
 export const TestLeasehold = { layer, sqliteLayer, drain, advance, jobs, job, TEST_HOST } as const

@@ -40,7 +40,9 @@ describe("chaos smoke run", () => {
       killAllChildren()
     }
     // CHAOS_SMOKE_SUMMARY=<file> keeps the summary (for a report); nothing is written otherwise.
-    if (process.env.CHAOS_SMOKE_SUMMARY) writeFileSync(process.env.CHAOS_SMOKE_SUMMARY, `${JSON.stringify(report, null, 2)}\n`)
+    if (process.env.CHAOS_SMOKE_SUMMARY) {
+      writeFileSync(process.env.CHAOS_SMOKE_SUMMARY, `${JSON.stringify(report, null, 2)}\n`)
+    }
     const context = `${JSON.stringify(report, null, 2)}\n--- progress ---\n${lines.join("\n")}`
     for (const db of ["sqlite", "pg"] as const) {
       const r = report.databases[db]
@@ -59,7 +61,9 @@ describe("chaos smoke run", () => {
       // The faults happened, and the skewed worker's Clock was off by what it was told.
       expect(r.faults.kills, context).toBeGreaterThanOrEqual(1)
       expect(r.faults.pauses, context).toBeGreaterThanOrEqual(1)
-      if (r.skew?.observedMs != null) expect(Math.abs(r.skew.observedMs - r.skew.configuredMs), context).toBeLessThan(1000)
+      if (r.skew?.observedMs != null) {
+        expect(Math.abs(r.skew.observedMs - r.skew.configuredMs), context).toBeLessThan(1000)
+      }
       expect(r.ok, context).toBe(true)
       // Cleaned up: nothing kept.
       expect(r.logs, context).toBeNull()

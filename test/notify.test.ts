@@ -9,7 +9,7 @@ import { SqlClient } from "@effect/sql"
 import { Context, Effect, Exit, Layer, Option, Ref, Redacted, Scope, TestServices } from "effect"
 import { JobStore } from "../src/adapters/JobStore.ts"
 import { enqueue } from "../src/runtime/Job.ts"
-import { listenerName } from "../src/runtime/notify.ts"
+import { listenerName } from "../src/adapters/postgres/wakeups.ts"
 import * as Worker from "../src/runtime/Worker.ts"
 import { PG_URL, postgresLayer } from "./support/databases.ts"
 import { eventually, Ok, RunLog, withJobs } from "./support/jobs.ts"
@@ -18,31 +18,46 @@ const pgClientLayer = PgClient.layer({ url: Redacted.make(PG_URL), maxConnection
 
 layer(Layer.merge(postgresLayer("nt"), pgClientLayer), { timeout: 60_000 })("LISTEN/NOTIFY on postgres", (it) => {
   it.effect("an enqueue wakes an idle worker whose poll interval is an hour", () =>
-    TestServices.provideLive(withJobs([Ok], Effect.gen(function*() {
-      const log = yield* Ref.make<ReadonlyArray<{ id: string; n: number; attempt: number }>>([])
-      const scope = yield* Scope.make()
-      const context = yield* Layer.buildWithScope(
-        Worker.layer({ host: "listener", concurrency: 1, pollInterval: "1 hour", reapInterval: "1 hour" }),
-        scope
-      ).pipe(Effect.provideService(RunLog, log))
-      const worker = Context.get(context, Worker.WorkerHandle)
-      // the listener announces itself once connected
-      yield* eventually(Effect.map(worker.stats, (s) => s.notified >= 1))
-      const before = (yield* worker.stats).notified
-      const { id } = yield* enqueue(Ok, { n: 1 })
-      yield* eventually(Effect.map(Effect.flatMap(JobStore, (s) => s.get(id)), (r) => Option.exists(r, (j) => j.status === "completed")))
-      expect((yield* worker.stats).notified).toBeGreaterThan(before)
-      expect((yield* Ref.get(log)).map((r) => r.id)).toEqual([id])
+    TestServices.provideLive(withJobs(
+      [Ok],
+      Effect.gen(function*() {
+        const log = yield* Ref.make<ReadonlyArray<{ id: string; n: number; attempt: number }>>([])
+        const scope = yield* Scope.make()
+        const context = yield* Layer.buildWithScope(
+          Worker.layer({ host: "listener", concurrency: 1, pollInterval: "1 hour", reapInterval: "1 hour" }),
+          scope
+        ).pipe(Effect.provideService(RunLog, log))
+        const worker = Context.get(context, Worker.WorkerHandle)
+        // the listener announces itself once connected
+        yield* eventually(Effect.map(worker.stats, (s) => s.notified >= 1))
+        const before = (yield* worker.stats).notified
+        const { id } = yield* enqueue(Ok, { n: 1 })
+        yield* eventually(
+          Effect.map(
+            Effect.flatMap(JobStore, (s) => s.get(id)),
+            (r) => Option.exists(r, (j) => j.status === "completed")
+          )
+        )
+        expect((yield* worker.stats).notified).toBeGreaterThan(before)
+        expect((yield* Ref.get(log)).map((r) => r.id)).toEqual([id])
 
-      // kill the LISTEN connection: the listener reconnects, and wake-ups work again
-      const sql = yield* SqlClient.SqlClient
-      const name = listenerName((yield* JobStore).tables.channel)
-      const killed = yield* sql<{ ok: boolean }>`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = ${name}`
-      expect(killed).toHaveLength(1)
-      const afterKill = (yield* worker.stats).notified
-      yield* eventually(Effect.map(worker.stats, (s) => s.notified > afterKill))
-      const second = yield* enqueue(Ok, { n: 2 })
-      yield* eventually(Effect.map(Effect.flatMap(JobStore, (s) => s.get(second.id)), (r) => Option.exists(r, (j) => j.status === "completed")))
-      yield* Scope.close(scope, Exit.void)
-    }))))
+        // kill the LISTEN connection: the listener reconnects, and wake-ups work again
+        const sql = yield* SqlClient.SqlClient
+        const name = listenerName((yield* JobStore).tables.channel)
+        const killed = yield* sql<
+          { ok: boolean }
+        >`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = ${name}`
+        expect(killed).toHaveLength(1)
+        const afterKill = (yield* worker.stats).notified
+        yield* eventually(Effect.map(worker.stats, (s) => s.notified > afterKill))
+        const second = yield* enqueue(Ok, { n: 2 })
+        yield* eventually(
+          Effect.map(
+            Effect.flatMap(JobStore, (s) => s.get(second.id)),
+            (r) => Option.exists(r, (j) => j.status === "completed")
+          )
+        )
+        yield* Scope.close(scope, Exit.void)
+      })
+    )))
 })

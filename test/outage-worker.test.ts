@@ -41,7 +41,9 @@ const captureLogs = () => {
     const parts = Array.isArray(message) ? message : [message]
     lines.push({
       level: logLevel.label,
-      message: parts.map((p) => (typeof p === "string" ? p : p instanceof Error ? p.message : JSON.stringify(p))).join(" "),
+      message: parts.map((p) => (typeof p === "string" ? p : p instanceof Error ? p.message : JSON.stringify(p))).join(
+        " "
+      ),
       annotations: Object.fromEntries(annotations)
     })
   })
@@ -82,7 +84,9 @@ const setUp = (url: string, drivers: Drivers, options: { readonly cut: boolean; 
     const direct = yield* drivers.direct
     const prefix = uniquePrefix("outw")
     yield* Effect.addFinalizer(() => dropPrefixed(direct, prefix))
-    yield* Effect.flatMap(Migrator.make({ prefix }), (m) => m.run).pipe(Effect.provideService(SqlClient.SqlClient, direct))
+    yield* Effect.flatMap(Migrator.make({ prefix }), (m) => m.run).pipe(
+      Effect.provideService(SqlClient.SqlClient, direct)
+    )
 
     // A job type that counts its runs.
     const runs: Array<number> = []
@@ -93,10 +97,15 @@ const setUp = (url: string, drivers: Drivers, options: { readonly cut: boolean; 
       perform: ({ n }) => Effect.sync(() => void runs.push(n))
     })
     const enqueue = (n: number) =>
-      Job.enqueue(Count, { n }).pipe(Effect.provide(Leasehold.layer({ prefix, jobs: [Count] })), Effect.provideService(SqlClient.SqlClient, direct))
+      Job.enqueue(Count, { n }).pipe(
+        Effect.provide(Leasehold.layer({ prefix, jobs: [Count] })),
+        Effect.provideService(SqlClient.SqlClient, direct)
+      )
     const statusOf = (id: string) =>
       Effect.map(
-        direct.unsafe<{ status: string; attempts: number }>(`SELECT status, attempts FROM ${prefix}jobs WHERE id = '${id}'`),
+        direct.unsafe<{ status: string; attempts: number }>(
+          `SELECT status, attempts FROM ${prefix}jobs WHERE id = '${id}'`
+        ),
         (rows) => rows[0] === undefined ? undefined : { status: rows[0].status, attempts: Number(rows[0].attempts) }
       )
     /** Enqueues a job (straight to the server) and waits until the worker has completed it. */
@@ -110,9 +119,20 @@ const setUp = (url: string, drivers: Drivers, options: { readonly cut: boolean; 
     const proxy: TcpProxy = yield* startProxy({ host: target.host, port: target.port }, { cut: options.cut })
     const logs = captureLogs()
     const built = yield* Deferred.make<void>()
-    const workerLayer = Worker.layer({ host: HOST, concurrency: 1, pollInterval: "50 millis", hostCap: options.hostCap }).pipe(
+    const workerLayer = Worker.layer({
+      host: HOST,
+      concurrency: 1,
+      pollInterval: "50 millis",
+      hostCap: options.hostCap
+    }).pipe(
       Layer.provideMerge(Leasehold.layer({ prefix, jobs: [Count] })),
-      Layer.provideMerge(Leasehold.retryConnect(drivers.proxied(proxy.port), { base: "20 millis", max: "100 millis", label: "behind the proxy" }))
+      Layer.provideMerge(
+        Leasehold.retryConnect(drivers.proxied(proxy.port), {
+          base: "20 millis",
+          max: "100 millis",
+          label: "behind the proxy"
+        })
+      )
     )
     yield* Deferred.succeed(built, undefined).pipe(
       Effect.zipRight(Effect.never),
@@ -136,7 +156,10 @@ const DIED = /^Fiber terminated with an unhandled error/
 const noticedOutage = (logs: ReturnType<typeof captureLogs>, from: number) =>
   Effect.gen(function*() {
     const after = () => logs.lines.slice(from).filter((l) => l.level === "WARN")
-    yield* waitUntil("the outage noticed", Effect.sync(() => after().some((l) => CARRIES_ON.test(l.message) || DIED.test(l.message))))
+    yield* waitUntil(
+      "the outage noticed",
+      Effect.sync(() => after().some((l) => CARRIES_ON.test(l.message) || DIED.test(l.message)))
+    )
     const died = after().filter((l) => DIED.test(l.message))
     if (died.length > 0) return yield* Effect.fail(`a worker fiber died in the outage: ${died[0]!.message}`)
   })
@@ -156,7 +179,9 @@ const startsWhileDown = (url: string, drivers: Drivers, options: { readonly late
     expect(firstThree.map((l) => l.annotations.attempt)).toEqual([1, 2, 3])
     for (const l of firstThree) expect(l.annotations.retryInMs).toEqual(expect.any(Number))
     expect(yield* proxy.refusedConnections()).toBeGreaterThanOrEqual(3)
-    if (target.password !== undefined) expect(logs.lines.some((l) => l.message.includes(Redacted.value(target.password!)))).toBe(false)
+    if (target.password !== undefined) {
+      expect(logs.lines.some((l) => l.message.includes(Redacted.value(target.password!)))).toBe(false)
+    }
 
     // The database comes back: the worker is built and runs a job, once.
     yield* proxy.restore()
@@ -198,12 +223,20 @@ const outageInClaimTransaction = (url: string, drivers: Drivers) =>
     })).pipe(Effect.ensuring(Deferred.succeed(locked, undefined)), Effect.forkScoped)
     yield* Deferred.await(locked)
     const waitingOnLock = direct.onDialectOrElse({
-      pg: () => direct<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE ${`%${prefix}hosts%`}`,
+      pg: () =>
+        direct<
+          { n: number }
+        >`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE ${`%${prefix}hosts%`}`,
       // (information_schema.INNODB_TRX does not always list a waiting prepared statement.)
       orElse: () =>
-        direct<{ n: number }>`SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE COMMAND IN ('Execute', 'Query') AND INFO LIKE ${`%INSERT INTO \`${prefix}hosts\`%`}`
+        direct<
+          { n: number }
+        >`SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE COMMAND IN ('Execute', 'Query') AND INFO LIKE ${`%INSERT INTO \`${prefix}hosts\`%`}`
     })
-    yield* waitUntil("the worker's claim waiting on the host row", Effect.map(waitingOnLock, (r) => Number(r[0]?.n ?? 0) > 0))
+    yield* waitUntil(
+      "the worker's claim waiting on the host row",
+      Effect.map(waitingOnLock, (r) => Number(r[0]?.n ?? 0) > 0)
+    )
 
     // The network goes down under the open claim transaction; the lock is let go.
     const from = logs.lines.length
@@ -224,25 +257,38 @@ const postgres: Drivers = {
 
 const mariadb: Drivers = {
   direct: MysqlClient.make({ url: Redacted.make(MYSQL_URL), maxConnections: 3 }),
-  proxied: (port) => MysqlClient.layer({ ...throughProxy(MYSQL_URL, port), maxConnections: 3, poolConfig: { connectTimeout: 2000 } })
+  proxied: (port) =>
+    MysqlClient.layer({ ...throughProxy(MYSQL_URL, port), maxConnections: 3, poolConfig: { connectTimeout: 2000 } })
 }
 
 describe("a worker started while the database is down (TCP proxy, starts cut)", () => {
-  it.live("PostgreSQL: logs its retries, starts once the database is back, runs the job once, and survives a later outage", () =>
-    startsWhileDown(PG_URL, postgres, { laterOutage: true }), { timeout: 60_000 })
+  it.live(
+    "PostgreSQL: logs its retries, starts once the database is back, runs the job once, and survives a later outage",
+    () => startsWhileDown(PG_URL, postgres, { laterOutage: true }),
+    { timeout: 60_000 }
+  )
 
-  it.live("MariaDB: logs its retries, starts once the database is back, runs the job once, and survives a later outage", () =>
-    startsWhileDown(MYSQL_URL, mariadb, { laterOutage: true }), { timeout: 60_000 })
+  it.live(
+    "MariaDB: logs its retries, starts once the database is back, runs the job once, and survives a later outage",
+    () => startsWhileDown(MYSQL_URL, mariadb, { laterOutage: true }),
+    { timeout: 60_000 }
+  )
 })
 
 // When the connection breaks inside a transaction, @effect/sql's ROLLBACK fails too and becomes
 // a defect; the worker loop must survive that (it once died there and silently stopped claiming).
 describe("a running worker whose connection breaks inside a claim transaction", () => {
-  it.live("PostgreSQL (host cap): logs the failed claim, carries on, and runs the next job once", () =>
-    outageInClaimTransaction(PG_URL, postgres), { timeout: 60_000 })
+  it.live(
+    "PostgreSQL (host cap): logs the failed claim, carries on, and runs the next job once",
+    () => outageInClaimTransaction(PG_URL, postgres),
+    { timeout: 60_000 }
+  )
 
-  it.live("MariaDB: logs the failed claim, carries on, and runs the next job once", () =>
-    outageInClaimTransaction(MYSQL_URL, mariadb), { timeout: 60_000 })
+  it.live(
+    "MariaDB: logs the failed claim, carries on, and runs the next job once",
+    () => outageInClaimTransaction(MYSQL_URL, mariadb),
+    { timeout: 60_000 }
+  )
 })
 
 describe("Leasehold.retryConnect (no database needed)", () => {
@@ -251,17 +297,34 @@ describe("Leasehold.retryConnect (no database needed)", () => {
   it.live("maxRetries: 2 tries three times, logs each (credentials masked), and fails with the last error", () =>
     Effect.gen(function*() {
       let tries = 0
-      const flaky = Layer.effect(Conn, Effect.suspend(() => Effect.fail(new Error(`refused by mysql://app:hunter2@db:3306/x (#${++tries})`))))
+      const flaky = Layer.effect(
+        Conn,
+        Effect.suspend(() => Effect.fail(new Error(`refused by mysql://app:hunter2@db:3306/x (#${++tries})`)))
+      )
       const logs = captureLogs()
-      const exit = yield* Effect.exit(Effect.provide(Conn, Leasehold.retryConnect(flaky, { base: "1 millis", maxRetries: 2, label: "mysql://app:hunter2@db/x" }))).pipe(
+      const exit = yield* Effect.exit(
+        Effect.provide(
+          Conn,
+          Leasehold.retryConnect(flaky, { base: "1 millis", maxRetries: 2, label: "mysql://app:hunter2@db/x" })
+        )
+      ).pipe(
         Effect.provide(logs.layer)
       )
       expect(tries).toBe(3)
       expect(exit).toEqual(Exit.fail(new Error("refused by mysql://app:hunter2@db:3306/x (#3)")))
       expect(logs.lines.map((l) => [l.level, l.message.replace(/retrying in \d+\.\ds/, "retrying in <s>")])).toEqual([
-        ["WARN", "cannot connect to the database (mysql://app:***@db/x), attempt 1: refused by mysql://app:***@db:3306/x (#1); retrying in <s>"],
-        ["WARN", "cannot connect to the database (mysql://app:***@db/x), attempt 2: refused by mysql://app:***@db:3306/x (#2); retrying in <s>"],
-        ["WARN", "cannot connect to the database (mysql://app:***@db/x), attempt 3: refused by mysql://app:***@db:3306/x (#3); giving up"]
+        [
+          "WARN",
+          "cannot connect to the database (mysql://app:***@db/x), attempt 1: refused by mysql://app:***@db:3306/x (#1); retrying in <s>"
+        ],
+        [
+          "WARN",
+          "cannot connect to the database (mysql://app:***@db/x), attempt 2: refused by mysql://app:***@db:3306/x (#2); retrying in <s>"
+        ],
+        [
+          "WARN",
+          "cannot connect to the database (mysql://app:***@db/x), attempt 3: refused by mysql://app:***@db:3306/x (#3); giving up"
+        ]
       ])
       expect(logs.lines.map((l) => l.annotations.attempt)).toEqual([1, 2, 3])
     }))
@@ -271,11 +334,15 @@ describe("Leasehold.retryConnect (no database needed)", () => {
       let tries = 0
       const refused = Layer.effect(Conn, Effect.suspend(() => Effect.fail(`bad config (#${++tries})`)))
       const logs = captureLogs()
-      const exit = yield* Effect.exit(Effect.provide(Conn, Leasehold.retryConnect(refused, { while: (e) => !e.startsWith("bad config") }))).pipe(
+      const exit = yield* Effect.exit(
+        Effect.provide(Conn, Leasehold.retryConnect(refused, { while: (e) => !e.startsWith("bad config") }))
+      ).pipe(
         Effect.provide(logs.layer)
       )
       expect(exit).toEqual(Exit.fail("bad config (#1)"))
-      expect(logs.lines.map((l) => l.message)).toEqual(["cannot connect to the database, attempt 1: bad config (#1); giving up"])
+      expect(logs.lines.map((l) => l.message)).toEqual([
+        "cannot connect to the database, attempt 1: bad config (#1); giving up"
+      ])
 
       let builds = 0
       const fine = Layer.effect(Conn, Effect.sync(() => ++builds))
@@ -301,30 +368,48 @@ const spawnWorker = (args: ReadonlyArray<string>) =>
   )
 
 describe("`leasehold worker` started while its database is down", () => {
-  it.live("logs its failed attempts (password masked), starts once the database is back, and stops on SIGTERM", () =>
-    Effect.gen(function*() {
-      const target = parseUrl(PG_URL)
-      const direct = yield* postgres.direct
-      const prefix = uniquePrefix("outcli")
-      yield* Effect.addFinalizer(() => dropPrefixed(direct, prefix))
-      const proxy = yield* startProxy({ host: target.host, port: target.port }, { cut: true })
-      // A password in the URL (the server's, or one a trusting server ignores) must never be logged.
-      const password = target.password === undefined ? "never-logged-s3cret" : Redacted.value(target.password)
-      const url = `postgres://${encodeURIComponent(target.username)}:${encodeURIComponent(password)}@127.0.0.1:${proxy.port}/${target.database}`
-      const { exited, out, child } = yield* spawnWorker(["--database-url", url, "--prefix", prefix, "--host", "cli-outage", "--poll-interval", "100 millis"])
+  it.live(
+    "logs its failed attempts (password masked), starts once the database is back, and stops on SIGTERM",
+    () =>
+      Effect.gen(function*() {
+        const target = parseUrl(PG_URL)
+        const direct = yield* postgres.direct
+        const prefix = uniquePrefix("outcli")
+        yield* Effect.addFinalizer(() => dropPrefixed(direct, prefix))
+        const proxy = yield* startProxy({ host: target.host, port: target.port }, { cut: true })
+        // A password in the URL (the server's, or one a trusting server ignores) must never be logged.
+        const password = target.password === undefined ? "never-logged-s3cret" : Redacted.value(target.password)
+        const url = `postgres://${encodeURIComponent(target.username)}:${
+          encodeURIComponent(password)
+        }@127.0.0.1:${proxy.port}/${target.database}`
+        const { exited, out, child } = yield* spawnWorker([
+          "--database-url",
+          url,
+          "--prefix",
+          prefix,
+          "--host",
+          "cli-outage",
+          "--poll-interval",
+          "100 millis"
+        ])
 
-      const shown = `postgres://${target.username}:***@127.0.0.1:${proxy.port}/${target.database}`
-      const line = (n: number) => `message="cannot connect to the database (${shown}), attempt ${n}: `
-      yield* waitUntil("a failed attempt logged by the CLI", Effect.sync(() => out.stderr.includes(line(1))))
-      expect(out.stderr).toMatch(/level=WARN .*attempt 1: .+; retrying in \d+\.\ds" attempt=1 retryInMs=\d+/)
-      expect(out.stderr).not.toContain(password)
-      expect(child.exitCode).toBe(null)
+        const shown = `postgres://${target.username}:***@127.0.0.1:${proxy.port}/${target.database}`
+        const line = (n: number) => `message="cannot connect to the database (${shown}), attempt ${n}: `
+        yield* waitUntil("a failed attempt logged by the CLI", Effect.sync(() => out.stderr.includes(line(1))))
+        expect(out.stderr).toMatch(/level=WARN .*attempt 1: .+; retrying in \d+\.\ds" attempt=1 retryInMs=\d+/)
+        expect(out.stderr).not.toContain(password)
+        expect(child.exitCode).toBe(null)
 
-      yield* proxy.restore()
-      yield* waitUntil("the worker started", Effect.sync(() => /leasehold worker cli-outage: .*Greet.*; Ctrl-C to stop/.test(out.stderr)))
-      child.kill("SIGTERM")
-      expect(yield* Effect.promise(() => exited)).toBe(0)
-      expect(out.stderr).not.toContain(password)
-      expect(out.stderr).not.toMatch(/\n\s+at /)
-    }).pipe(scopedBounded, Effect.provide(Reactivity.layer)), { timeout: 60_000 })
+        yield* proxy.restore()
+        yield* waitUntil(
+          "the worker started",
+          Effect.sync(() => /leasehold worker cli-outage: .*Greet.*; Ctrl-C to stop/.test(out.stderr))
+        )
+        child.kill("SIGTERM")
+        expect(yield* Effect.promise(() => exited)).toBe(0)
+        expect(out.stderr).not.toContain(password)
+        expect(out.stderr).not.toMatch(/\n\s+at /)
+      }).pipe(scopedBounded, Effect.provide(Reactivity.layer)),
+    { timeout: 60_000 }
+  )
 })

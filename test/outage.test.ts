@@ -54,7 +54,11 @@ interface Clients {
 const pgClients = (port: number) =>
   Effect.gen(function*() {
     const direct = yield* PgClient.make({ url: Redacted.make(PG_URL), maxConnections: 2 })
-    const proxied = yield* PgClient.make({ ...throughProxy(PG_URL, port), maxConnections: 2, connectTimeout: "2 seconds" })
+    const proxied = yield* PgClient.make({
+      ...throughProxy(PG_URL, port),
+      maxConnections: 2,
+      connectTimeout: "2 seconds"
+    })
     return { direct, proxied }
   })
 
@@ -62,7 +66,11 @@ const pgClients = (port: number) =>
 const mysqlClients = (port: number) =>
   Effect.gen(function*() {
     const direct = yield* MysqlClient.make({ url: Redacted.make(MYSQL_URL), maxConnections: 2 })
-    const proxied = yield* MysqlClient.make({ ...throughProxy(MYSQL_URL, port), maxConnections: 2, poolConfig: { connectTimeout: 2000 } })
+    const proxied = yield* MysqlClient.make({
+      ...throughProxy(MYSQL_URL, port),
+      maxConnections: 2,
+      poolConfig: { connectTimeout: 2000 }
+    })
     return { direct, proxied }
   })
 
@@ -70,7 +78,10 @@ const lockOn = (sql: SqlClient.SqlClient, table: string) =>
   Effect.provideService(LeaseLock.make({ table }), SqlClient.SqlClient, sql)
 
 /** The outage story, on clients built for the proxy's port. */
-const outageScenario = (url: string, clients: (proxyPort: number) => Effect.Effect<Clients, SqlError, Scope.Scope | Reactivity.Reactivity>) =>
+const outageScenario = (
+  url: string,
+  clients: (proxyPort: number) => Effect.Effect<Clients, SqlError, Scope.Scope | Reactivity.Reactivity>
+) =>
   Effect.gen(function*() {
     const target = parseUrl(url)
     const proxy = yield* startProxy({ host: target.host, port: target.port })
@@ -83,16 +94,24 @@ const outageScenario = (url: string, clients: (proxyPort: number) => Effect.Effe
 
     // Works through the proxy.
     yield* lock.ensureTable
-    expect(yield* settle(lock.tryAcquire({ name: "held", owner: "a", host: "h-a", now: T0, ttlMs: MINUTE }))).toEqual({ ok: true })
+    expect(yield* settle(lock.tryAcquire({ name: "held", owner: "a", host: "h-a", now: T0, ttlMs: MINUTE }))).toEqual({
+      ok: true
+    })
     const heldRow = { name: "held", owner: "a", host: "h-a", acquiredAt: T0, expiresAt: T0 + MINUTE }
     expect(yield* settle(lock.read("held"))).toEqual({ ok: Option.some(heldRow) })
 
     // The network goes down: every call fails with a typed SqlError, promptly.
     yield* proxy.cut()
     const later = T0 + 2 * MINUTE // "held" has expired by then: a take-over would succeed
-    expect(yield* settle(lock.tryAcquire({ name: "free", owner: "b", now: T0, ttlMs: MINUTE }))).toEqual({ failed: "SqlError" })
-    expect(yield* settle(lock.tryAcquire({ name: "held", owner: "b", now: later, ttlMs: MINUTE }))).toEqual({ failed: "SqlError" })
-    expect(yield* settle(lock.renew({ name: "held", owner: "a", now: T0, ttlMs: 10 * MINUTE }))).toEqual({ failed: "SqlError" })
+    expect(yield* settle(lock.tryAcquire({ name: "free", owner: "b", now: T0, ttlMs: MINUTE }))).toEqual({
+      failed: "SqlError"
+    })
+    expect(yield* settle(lock.tryAcquire({ name: "held", owner: "b", now: later, ttlMs: MINUTE }))).toEqual({
+      failed: "SqlError"
+    })
+    expect(yield* settle(lock.renew({ name: "held", owner: "a", now: T0, ttlMs: 10 * MINUTE }))).toEqual({
+      failed: "SqlError"
+    })
     expect(yield* settle(lock.release({ name: "held", owner: "a" }))).toEqual({ failed: "SqlError" })
     expect(yield* settle(lock.ownerOf("held"))).toEqual({ failed: "SqlError" })
     expect(yield* proxy.openConnections()).toBe(0)
@@ -105,7 +124,8 @@ const outageScenario = (url: string, clients: (proxyPort: number) => Effect.Effe
     expect(yield* settle(lock.read("free"))).toEqual({ ok: Option.none() })
     expect(yield* settle(lock.read("held"))).toEqual({ ok: Option.some(heldRow) })
     expect(yield* settle(lock.tryAcquire({ name: "free", owner: "b", now: T0, ttlMs: MINUTE }))).toEqual({ ok: true })
-    expect(yield* settle(lock.tryAcquire({ name: "held", owner: "b", host: "h-b", now: later, ttlMs: MINUTE }))).toEqual({ ok: true })
+    expect(yield* settle(lock.tryAcquire({ name: "held", owner: "b", host: "h-b", now: later, ttlMs: MINUTE })))
+      .toEqual({ ok: true })
     expect(yield* settle(check.ownerOf("held"))).toEqual({ ok: Option.some("b") })
 
     // A second outage, with connections that were in use since the first, behaves the same.
@@ -119,11 +139,17 @@ const outageScenario = (url: string, clients: (proxyPort: number) => Effect.Effe
   }).pipe(scopedBounded, Effect.provide(Reactivity.layer))
 
 describe("LeaseLock during a database outage (TCP proxy)", () => {
-  it.live("PostgreSQL: calls fail with SqlError while cut, change nothing, and work after restore", () =>
-    outageScenario(PG_URL, pgClients), { timeout: 120_000 })
+  it.live(
+    "PostgreSQL: calls fail with SqlError while cut, change nothing, and work after restore",
+    () => outageScenario(PG_URL, pgClients),
+    { timeout: 120_000 }
+  )
 
-  it.live("MariaDB: calls fail with SqlError while cut, change nothing, and work after restore", () =>
-    outageScenario(MYSQL_URL, mysqlClients), { timeout: 120_000 })
+  it.live(
+    "MariaDB: calls fail with SqlError while cut, change nothing, and work after restore",
+    () => outageScenario(MYSQL_URL, mysqlClients),
+    { timeout: 120_000 }
+  )
 })
 
 // ---------------------------------------------------------------------------------------------
@@ -137,7 +163,10 @@ const Gate = Schema.Struct({ n: Schema.Number })
  * release) is retried until it lands: the job ends completed after one run, its lease is gone,
  * and the retry was logged. Nothing is lost and nothing ran twice.
  */
-const droppedDuringAttempt = (url: string, clients: (proxyPort: number) => Effect.Effect<Clients, SqlError, Scope.Scope | Reactivity.Reactivity>) =>
+const droppedDuringAttempt = (
+  url: string,
+  clients: (proxyPort: number) => Effect.Effect<Clients, SqlError, Scope.Scope | Reactivity.Reactivity>
+) =>
   Effect.gen(function*() {
     const target = parseUrl(url)
     const proxy = yield* startProxy({ host: target.host, port: target.port })
@@ -145,8 +174,14 @@ const droppedDuringAttempt = (url: string, clients: (proxyPort: number) => Effec
     const prefix = uniquePrefix("drop")
     const tables = tableNames(prefix)
     yield* Effect.addFinalizer(() =>
-      Effect.orDie(Effect.forEach([tables.jobs, tables.hosts, tables.jobLocks, tables.migrationLocks, tables.migrations], (t) =>
-        direct.unsafe(`DROP TABLE IF EXISTS ${t}`), { discard: true })))
+      Effect.orDie(
+        Effect.forEach(
+          [tables.jobs, tables.hosts, tables.jobLocks, tables.migrationLocks, tables.migrations],
+          (t) => direct.unsafe(`DROP TABLE IF EXISTS ${t}`),
+          { discard: true }
+        )
+      )
+    )
     yield* Effect.provideService(Effect.flatMap(Migrator.make({ prefix }), (m) => m.run), SqlClient.SqlClient, direct)
 
     const started = yield* Deferred.make<void>()
@@ -156,11 +191,19 @@ const droppedDuringAttempt = (url: string, clients: (proxyPort: number) => Effec
       name: "slow",
       schema: Gate,
       concurrencyKey: "drop",
-      perform: () => Effect.zipRight(Effect.sync(() => runs++), Effect.zipRight(Deferred.succeed(started, undefined), Deferred.await(gate)))
+      perform: () =>
+        Effect.zipRight(
+          Effect.sync(() => runs++),
+          Effect.zipRight(Deferred.succeed(started, undefined), Deferred.await(gate))
+        )
     })
     const logs: Array<string> = []
-    const logger = Logger.make(({ message }) => logs.push(Array.isArray(message) ? message.map(String).join(" ") : String(message)))
-    const services = Leasehold.layer({ jobs: [Slow], prefix }).pipe(Layer.provide(Layer.succeed(SqlClient.SqlClient, proxied)))
+    const logger = Logger.make(({ message }) =>
+      logs.push(Array.isArray(message) ? message.map(String).join(" ") : String(message))
+    )
+    const services = Leasehold.layer({ jobs: [Slow], prefix }).pipe(
+      Layer.provide(Layer.succeed(SqlClient.SqlClient, proxied))
+    )
 
     const id = yield* Job.enqueue(Slow, { n: 1 }).pipe(Effect.provide(services))
     const attempt = yield* Worker.processNext({ host: "drop-host" }).pipe(
@@ -173,7 +216,9 @@ const droppedDuringAttempt = (url: string, clients: (proxyPort: number) => Effec
     yield* Deferred.succeed(gate, undefined)
     yield* Effect.sleep("1 second")
     yield* proxy.restore()
-    const result = yield* Fiber.join(attempt).pipe(Effect.timeoutFail({ duration: HANG, onTimeout: () => "the attempt hung" }))
+    const result = yield* Fiber.join(attempt).pipe(
+      Effect.timeoutFail({ duration: HANG, onTimeout: () => "the attempt hung" })
+    )
 
     expect(result._tag).toBe("Completed")
     expect(result._tag === "Completed" && result.leaseLost).toBe(false)
@@ -187,9 +232,15 @@ const droppedDuringAttempt = (url: string, clients: (proxyPort: number) => Effec
   }).pipe(scopedBounded, Effect.provide(Reactivity.layer))
 
 describe("A connection dropped during an attempt (TCP proxy)", () => {
-  it.live("PostgreSQL: the outcome is written once the network is back; the job runs once and completes", () =>
-    droppedDuringAttempt(PG_URL, pgClients), { timeout: 120_000 })
+  it.live(
+    "PostgreSQL: the outcome is written once the network is back; the job runs once and completes",
+    () => droppedDuringAttempt(PG_URL, pgClients),
+    { timeout: 120_000 }
+  )
 
-  it.live("MariaDB: the outcome is written once the network is back; the job runs once and completes", () =>
-    droppedDuringAttempt(MYSQL_URL, mysqlClients), { timeout: 120_000 })
+  it.live(
+    "MariaDB: the outcome is written once the network is back; the job runs once and completes",
+    () => droppedDuringAttempt(MYSQL_URL, mysqlClients),
+    { timeout: 120_000 }
+  )
 })

@@ -14,7 +14,8 @@ const SyncAccount = Job.define({
 const SendReceipt = Job.define({
   name: "SendReceipt",
   schema: Schema.Struct({ orderId: Schema.Number }),
-  perform: () => Effect.flatMap(Job.JobContext, ({ attempt }) => (attempt <= 2 ? Effect.fail("smtp down") : Effect.void))
+  perform: () =>
+    Effect.flatMap(Job.JobContext, ({ attempt }) => (attempt <= 2 ? Effect.fail("smtp down") : Effect.void))
 })
 
 const T0 = Date.UTC(2026, 11, 3, 9)

@@ -6,7 +6,16 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Layer, Ref, Schema, TestClock } from "effect"
 import { Job } from "../src/index.ts"
-import { advance, drain, job, JobLeases, jobs, type JobStore, TestLeasehold, type TestServices } from "../src/testing.ts"
+import {
+  advance,
+  drain,
+  job,
+  JobLeases,
+  jobs,
+  type JobStore,
+  TestLeasehold,
+  type TestServices
+} from "../src/testing.ts"
 
 const T0 = Date.UTC(2026, 11, 3, 9, 0, 0) // any fixed instant; the TestClock starts at 0 otherwise
 const SECOND = 1000
@@ -40,7 +49,8 @@ const SendReceipt = Job.define({
 const SyncAll = Job.define({
   name: "SyncAll",
   schema: Schema.Struct({ accountIds: Schema.Array(Schema.String) }),
-  perform: (p) => Effect.forEach(p.accountIds, (accountId) => Job.enqueue(SyncAccount, { accountId }), { discard: true })
+  perform: (p) =>
+    Effect.forEach(p.accountIds, (accountId) => Job.enqueue(SyncAccount, { accountId }), { discard: true })
 })
 
 /** A job that enqueues itself forever (a bug), to show that `drain` stops it. */
@@ -77,8 +87,20 @@ const suite = (name: string, testLayer: () => Layer.Layer<TestServices>) =>
         // rounded up to whole seconds, with its attempt given back.
         const now = T0 + 1
         expect(yield* drain()).toMatchObject([
-          { _tag: "Deferred", job: { id: a1.id }, leaseName: "key:account-a1", holder: "other-worker", retryAt: now + 13 * SECOND },
-          { _tag: "Deferred", job: { id: b2.id }, leaseName: "key:account-b2", holder: "other-worker", retryAt: now + 30 * SECOND }
+          {
+            _tag: "Deferred",
+            job: { id: a1.id },
+            leaseName: "key:account-a1",
+            holder: "other-worker",
+            retryAt: now + 13 * SECOND
+          },
+          {
+            _tag: "Deferred",
+            job: { id: b2.id },
+            leaseName: "key:account-b2",
+            holder: "other-worker",
+            retryAt: now + 30 * SECOND
+          }
         ])
         expect(yield* Ref.get(runs)).toEqual([])
         expect(yield* job(a1.id)).toMatchObject({ status: "pending", attempts: 0, runAt: now + 13 * SECOND })
@@ -86,7 +108,11 @@ const suite = (name: string, testLayer: () => Layer.Layer<TestServices>) =>
         // Not due a millisecond early.
         expect(yield* advance(13 * SECOND - 1)).toEqual([])
         // At 13 s a1's holder has expired (12.5 s), so a1 runs; b2's holder still has the key.
-        expect(yield* advance(1)).toMatchObject([{ _tag: "Completed", job: { id: a1.id, attempt: 1 }, leaseLost: false }])
+        expect(yield* advance(1)).toMatchObject([{
+          _tag: "Completed",
+          job: { id: a1.id, attempt: 1 },
+          leaseLost: false
+        }])
         expect(yield* Ref.get(runs)).toEqual(["sync a1"])
         expect(yield* advance(17 * SECOND)).toMatchObject([{ _tag: "Deferred", job: { id: b2.id } }])
         expect(yield* jobs({ status: "completed" })).toMatchObject([{ id: a1.id, attempts: 1 }])
@@ -98,7 +124,11 @@ const suite = (name: string, testLayer: () => Layer.Layer<TestServices>) =>
         expect(yield* drain()).toMatchObject([
           { _tag: "Failed", job: { id, attempt: 1 }, willRetry: true, retryAt: T0 + 4 * SECOND }
         ])
-        expect(yield* job(id)).toMatchObject({ status: "pending", attempts: 1, lastError: "Error: mail server unavailable" })
+        expect(yield* job(id)).toMatchObject({
+          status: "pending",
+          attempts: 1,
+          lastError: "Error: mail server unavailable"
+        })
 
         expect(yield* advance(4 * SECOND - 1)).toEqual([])
         expect(yield* advance(1)).toMatchObject([

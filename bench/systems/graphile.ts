@@ -17,7 +17,15 @@
  */
 import { EventEmitter } from "node:events"
 import { setTimeout as sleep } from "node:timers/promises"
-import { Logger, makeWorkerUtils, run, runMigrations, type Runner, type TaskList, type WorkerEvents } from "graphile-worker"
+import {
+  Logger,
+  makeWorkerUtils,
+  run,
+  runMigrations,
+  type Runner,
+  type TaskList,
+  type WorkerEvents
+} from "graphile-worker"
 import pg from "pg"
 import type { DrainHooks, DrainResult, HotKeyResult, JobSystemDriver, LatencyResult } from "./types.ts"
 
@@ -65,7 +73,10 @@ const completions = (events: WorkerEvents, target: number, timeoutMs: number) =>
     resolve = res
     reject = rej
   })
-  const timer = setTimeout(() => reject(new Error(`graphile-worker: ${done}/${target} jobs completed after ${timeoutMs} ms`)), timeoutMs)
+  const timer = setTimeout(
+    () => reject(new Error(`graphile-worker: ${done}/${target} jobs completed after ${timeoutMs} ms`)),
+    timeoutMs
+  )
   events.on("job:complete", ({ error }) => {
     if (error !== undefined && error !== null) failed ??= error
     done++
@@ -111,15 +122,16 @@ const drain = async (
 
 const DRAIN_TIMEOUT_MS = 10 * 60_000
 
-const throughputWith = (queue: (n: number) => string | null) =>
-async (url: string, n: number, concurrency: number, hooks: DrainHooks): Promise<DrainResult> => {
-  await runMigrations({ connectionString: url, logger })
-  await addJobsInBulk(url, "noop", n, queue(n))
-  const ms = await drain(url, n, concurrency, { noop: async () => {} }, DRAIN_TIMEOUT_MS, { hooks })
-  const left = await remainingJobs(url)
-  if (left !== 0) throw new Error(`graphile-worker: ${left} jobs left after the drain`)
-  return { jobs: n, ms }
-}
+const throughputWith =
+  (queue: (n: number) => string | null) =>
+  async (url: string, n: number, concurrency: number, hooks: DrainHooks): Promise<DrainResult> => {
+    await runMigrations({ connectionString: url, logger })
+    await addJobsInBulk(url, "noop", n, queue(n))
+    const ms = await drain(url, n, concurrency, { noop: async () => {} }, DRAIN_TIMEOUT_MS, { hooks })
+    const left = await remainingJobs(url)
+    if (left !== 0) throw new Error(`graphile-worker: ${left} jobs left after the drain`)
+    return { jobs: n, ms }
+  }
 
 export const throughput = throughputWith(() => null)
 
@@ -166,7 +178,10 @@ export const latency = async (url: string, samples: number): Promise<LatencyResu
     for (let i = 0; i < WARMUP + samples; i++) {
       startedAt = Number.NaN
       const completed = new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`graphile-worker: probe ${i} not done in ${SAMPLE_TIMEOUT_MS} ms`)), SAMPLE_TIMEOUT_MS)
+        const timer = setTimeout(
+          () => reject(new Error(`graphile-worker: probe ${i} not done in ${SAMPLE_TIMEOUT_MS} ms`)),
+          SAMPLE_TIMEOUT_MS
+        )
         onComplete = () => {
           clearTimeout(timer)
           resolve()

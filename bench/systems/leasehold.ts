@@ -45,7 +45,14 @@ import * as Migrator from "../../src/runtime/migrate.ts"
 import * as Worker from "../../src/runtime/Worker.ts"
 import { countingLayer, sqlLayer, StatementCount } from "../lib/sql.ts"
 import { isPending, LEASEHOLD_PENDING } from "../protocol.ts"
-import type { DrainHooks, DrainResult, HotKeyResult, JobSystemDriver, LatencyResult, RoundTripsResult } from "./types.ts"
+import type {
+  DrainHooks,
+  DrainResult,
+  HotKeyResult,
+  JobSystemDriver,
+  LatencyResult,
+  RoundTripsResult
+} from "./types.ts"
 
 /** The message the orchestrator treats as "not built yet" (defined in ../protocol.ts). */
 export { isPending, LEASEHOLD_PENDING }
@@ -69,7 +76,11 @@ const types: ReadonlyArray<AnyJobType> = [Noop, Keyed, Hot, Probe]
 type Services = Worker.WorkerServices | SqlClient.SqlClient
 
 /** Runs `program` with migrated tables and leasehold's services over the database at `url`. */
-const run = <A>(url: string, program: Effect.Effect<A, unknown, Services | Scope.Scope>, below?: (l: Layer.Layer<SqlClient.SqlClient, unknown>) => Layer.Layer<SqlClient.SqlClient | StatementCount, unknown>) => {
+const run = <A>(
+  url: string,
+  program: Effect.Effect<A, unknown, Services | Scope.Scope>,
+  below?: (l: Layer.Layer<SqlClient.SqlClient, unknown>) => Layer.Layer<SqlClient.SqlClient | StatementCount, unknown>
+) => {
   const client = below ? below(sqlLayer(url, 20)) : sqlLayer(url, 20)
   const services = Leasehold.layer({ jobs: types }).pipe(Layer.provideMerge(client))
   return Effect.runPromise(
@@ -82,8 +93,10 @@ const run = <A>(url: string, program: Effect.Effect<A, unknown, Services | Scope
 
 /** Enqueues `n` jobs in one transaction (outside any timing). */
 const enqueueMany = (n: number, job: (i: number) => Effect.Effect<unknown, unknown, JobStore>) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql.withTransaction(Effect.forEach(Array.from({ length: n }, (_, i) => i), job, { discard: true })))
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql.withTransaction(Effect.forEach(Array.from({ length: n }, (_, i) => i), job, { discard: true }))
+  )
 
 /** Starts a worker and resolves when `n` attempts completed, by its own outcome hook (no polling queries). */
 const drainWith = (n: number, config: Worker.WorkerConfig) =>
@@ -95,8 +108,10 @@ const drainWith = (n: number, config: Worker.WorkerConfig) =>
       ...config,
       onResult: (r) =>
         r._tag === "Completed"
-          ? Effect.flatMap(Ref.updateAndGet(completed, (c) => c + 1), (c) =>
-            c === n ? Deferred.succeed(done, performance.now()) : Effect.void)
+          ? Effect.flatMap(
+            Ref.updateAndGet(completed, (c) => c + 1),
+            (c) => c === n ? Deferred.succeed(done, performance.now()) : Effect.void
+          )
           : Effect.void
     })
     const end = yield* Deferred.await(done)
@@ -104,52 +119,69 @@ const drainWith = (n: number, config: Worker.WorkerConfig) =>
   })
 
 export const throughput = (url: string, n: number, concurrency: number, hooks: DrainHooks): Promise<DrainResult> =>
-  run(url, Effect.gen(function*() {
-    yield* enqueueMany(n, (i) => enqueue(Noop, { i }))
-    hooks.drainStarting()
-    const { start, end } = yield* drainWith(n, { concurrency, pollInterval: "50 millis", host: "bench" })
-    return { jobs: n, ms: end - start }
-  }))
+  run(
+    url,
+    Effect.gen(function*() {
+      yield* enqueueMany(n, (i) => enqueue(Noop, { i }))
+      hooks.drainStarting()
+      const { start, end } = yield* drainWith(n, { concurrency, pollInterval: "50 millis", host: "bench" })
+      return { jobs: n, ms: end - start }
+    })
+  )
 
-export const exclusiveThroughput = (url: string, n: number, concurrency: number, hooks: DrainHooks): Promise<DrainResult> =>
-  run(url, Effect.gen(function*() {
-    yield* enqueueMany(n, (i) => enqueue(Keyed, { i, key: `job-${i}` }))
-    hooks.drainStarting()
-    const { start, end } = yield* drainWith(n, { concurrency, pollInterval: "50 millis", host: "bench" })
-    return { jobs: n, ms: end - start }
-  }))
+export const exclusiveThroughput = (
+  url: string,
+  n: number,
+  concurrency: number,
+  hooks: DrainHooks
+): Promise<DrainResult> =>
+  run(
+    url,
+    Effect.gen(function*() {
+      yield* enqueueMany(n, (i) => enqueue(Keyed, { i, key: `job-${i}` }))
+      hooks.drainStarting()
+      const { start, end } = yield* drainWith(n, { concurrency, pollInterval: "50 millis", host: "bench" })
+      return { jobs: n, ms: end - start }
+    })
+  )
 
 export const hotKey = (url: string, n: number, sleep: number, workers: number): Promise<HotKeyResult> =>
-  run(url, Effect.gen(function*() {
-    sleepMs = sleep
-    let first = Number.POSITIVE_INFINITY
-    onStart = () => {
-      first = Math.min(first, performance.now())
-    }
-    yield* enqueueMany(n, (i) => enqueue(Hot, { i }))
-    const { end } = yield* drainWith(n, { concurrency: workers, pollInterval: "50 millis", host: "bench" })
-    return { jobs: n, sleepMs: sleep, ms: end - first }
-  }))
+  run(
+    url,
+    Effect.gen(function*() {
+      sleepMs = sleep
+      let first = Number.POSITIVE_INFINITY
+      onStart = () => {
+        first = Math.min(first, performance.now())
+      }
+      yield* enqueueMany(n, (i) => enqueue(Hot, { i }))
+      const { end } = yield* drainWith(n, { concurrency: workers, pollInterval: "50 millis", host: "bench" })
+      return { jobs: n, sleepMs: sleep, ms: end - first }
+    })
+  )
 
 export const latency = (url: string, samples: number): Promise<LatencyResult> =>
-  run(url, Effect.gen(function*() {
-    let started: ((t: number) => void) | undefined
-    onStart = () => started?.(performance.now())
-    // An idle worker with the default poll interval: on PostgreSQL, LISTEN/NOTIFY wakes it.
-    yield* Worker.make({ concurrency: 1, host: "bench" })
-    yield* Effect.sleep("500 millis")
-    const out: Array<number> = []
-    const warmUp = 5
-    for (let i = 0; i < samples + warmUp; i++) {
-      const startedAt = new Promise<number>((resolve) => (started = resolve))
-      const t0 = performance.now()
-      yield* enqueue(Probe, { i })
-      const t1 = yield* Effect.promise(() => startedAt)
-      if (i >= warmUp) out.push(t1 - t0)
-      yield* Effect.sleep("20 millis")
-    }
-    return { samplesMs: out }
-  }))
+  run(
+    url,
+    Effect.gen(function*() {
+      let started: ((t: number) => void) | undefined
+      onStart = () => started?.(performance.now())
+      // An idle worker with the default poll interval: on PostgreSQL, LISTEN/NOTIFY wakes it.
+      yield* Worker.make({ concurrency: 1, host: "bench" })
+      yield* Effect.sleep("500 millis")
+      const out: Array<number> = []
+      const warmUp = 5
+      for (let i = 0; i < samples + warmUp; i++) {
+        const startedAt = new Promise<number>((resolve) => (started = resolve))
+        const t0 = performance.now()
+        yield* enqueue(Probe, { i })
+        const t1 = yield* Effect.promise(() => startedAt)
+        if (i >= warmUp) out.push(t1 - t0)
+        yield* Effect.sleep("20 millis")
+      }
+      return { samplesMs: out }
+    })
+  )
 
 export const roundTrips = (url: string, n: number, exclusive: boolean): Promise<RoundTripsResult> =>
   run(

@@ -19,7 +19,7 @@
 import { Effect, Layer } from "effect"
 import pg from "pg"
 import * as LeaseLock from "../../src/adapters/LeaseLock.ts"
-import { postgres } from "../../src/adapters/postgres.ts"
+import { postgres } from "../../src/adapters/postgres/dialect.ts"
 import { leaseStatements, type Statement } from "../../src/adapters/sql.ts"
 import { countingLayer, sqlLayer, StatementCount } from "../lib/sql.ts"
 

@@ -13,7 +13,10 @@
  */
 import { setTimeout as sleep } from "node:timers/promises"
 import PgBoss from "pg-boss"
-import { PG_BOSS_BATCH_SIZE as BATCH_SIZE, PG_BOSS_POLLING_INTERVAL_SECONDS as POLLING_INTERVAL_SECONDS } from "../protocol.ts"
+import {
+  PG_BOSS_BATCH_SIZE as BATCH_SIZE,
+  PG_BOSS_POLLING_INTERVAL_SECONDS as POLLING_INTERVAL_SECONDS
+} from "../protocol.ts"
 import type { DrainHooks, DrainResult, JobSystemDriver } from "./types.ts"
 const QUEUE = "noop"
 const DRAIN_TIMEOUT_MS = 10 * 60_000
@@ -42,9 +45,13 @@ export const throughput = async (url: string, n: number, workers: number, hooks:
     let handled = 0
     const t0 = performance.now()
     for (let w = 0; w < workers; w++) {
-      await boss.work(QUEUE, { batchSize: BATCH_SIZE, pollingIntervalSeconds: POLLING_INTERVAL_SECONDS }, async (jobs) => {
-        handled += jobs.length
-      })
+      await boss.work(
+        QUEUE,
+        { batchSize: BATCH_SIZE, pollingIntervalSeconds: POLLING_INTERVAL_SECONDS },
+        async (jobs) => {
+          handled += jobs.length
+        }
+      )
     }
     // Poll the database only once every job has reached a handler; bounded by the deadline.
     const deadline = t0 + DRAIN_TIMEOUT_MS
@@ -55,7 +62,9 @@ export const throughput = async (url: string, n: number, workers: number, hooks:
     }
     const ms = performance.now() - t0
     if (bossError !== undefined) throw bossError
-    if (performance.now() >= deadline) throw new Error(`pg-boss: drain not finished in ${DRAIN_TIMEOUT_MS} ms (${handled}/${n} handled)`)
+    if (performance.now() >= deadline) {
+      throw new Error(`pg-boss: drain not finished in ${DRAIN_TIMEOUT_MS} ms (${handled}/${n} handled)`)
+    }
     return { jobs: n, ms }
   } finally {
     await boss.stop({ graceful: true, wait: true, timeout: 10_000 })

@@ -43,7 +43,12 @@ export interface JobSystemDriver {
   /** 1 and 7. `n` no-op jobs enqueued up front, then drained with `concurrency`. */
   readonly throughput?: (url: string, n: number, concurrency: number, hooks: DrainHooks) => Promise<DrainResult>
   /** 2. The same, each job exclusive on a concurrency key of its own. */
-  readonly exclusiveThroughput?: (url: string, n: number, concurrency: number, hooks: DrainHooks) => Promise<DrainResult>
+  readonly exclusiveThroughput?: (
+    url: string,
+    n: number,
+    concurrency: number,
+    hooks: DrainHooks
+  ) => Promise<DrainResult>
   /** 3. `n` jobs on one key, each sleeping `sleepMs`, with `workers` workers (or concurrency). */
   readonly hotKey?: (url: string, n: number, sleepMs: number, workers: number) => Promise<HotKeyResult>
   /** 4. Single jobs enqueued one at a time on an idle worker: `samples` enqueue-to-start latencies. */

@@ -36,10 +36,26 @@ import { dirname, join, resolve } from "node:path"
 import { createInterface } from "node:readline"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { Job, JobStore, Migrator } from "../../src/index.ts"
-import { type CheckResult, check, type EnqueuedJob, type KillEvent, type PauseEvent, type RestartEvent } from "./check.ts"
+import {
+  type CheckResult,
+  check,
+  type EnqueuedJob,
+  type KillEvent,
+  type PauseEvent,
+  type RestartEvent
+} from "./check.ts"
 import { chaosClock, type ChaosClockConfig } from "./clock.ts"
 import { type DbKind, dropPrefixed, quoteIdent, restartServer, retryFor, sqlLayer, urlFor } from "./db.ts"
-import { ChaosKeyed, ChaosOnce, type ChaosPayload, ChaosPlain, historyDdl, historyTable, JOB_TIMEOUT_SECONDS, readHistory } from "./jobs.ts"
+import {
+  ChaosKeyed,
+  ChaosOnce,
+  type ChaosPayload,
+  ChaosPlain,
+  historyDdl,
+  historyTable,
+  JOB_TIMEOUT_SECONDS,
+  readHistory
+} from "./jobs.ts"
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..")
 const WORKER_ENTRY = join(ROOT, "scripts/chaos/worker.ts")
@@ -104,7 +120,12 @@ export interface DbReport extends CheckResult {
   readonly db: DbKind
   readonly ok: boolean
   readonly prefix: string
-  readonly wallSeconds: { readonly setup: number; readonly chaos: number; readonly drain: number; readonly total: number }
+  readonly wallSeconds: {
+    readonly setup: number
+    readonly chaos: number
+    readonly drain: number
+    readonly total: number
+  }
   readonly drained: boolean
   readonly config: {
     readonly workers: number
@@ -342,7 +363,9 @@ class Scenario {
 
   /** Workers that run (READY seen) and are not paused. */
   active(): Array<WorkerProc> {
-    return this.slots.filter((w): w is WorkerProc => w !== undefined && w.running && alive(w.proc) && !w.paused && !w.expectedExit)
+    return this.slots.filter((w): w is WorkerProc =>
+      w !== undefined && w.running && alive(w.proc) && !w.paused && !w.expectedExit
+    )
   }
 
   /** Hosts with a run in flight (keyed ones first when `keyed`), best effort. */
@@ -381,7 +404,11 @@ class Scenario {
     const from = Date.now()
     w.paused = true
     w.proc.kill("SIGSTOP")
-    this.log(`SIGSTOP ${w.host} (pid ${w.pid}) for ${(durationMs / 1000).toFixed(1)} s (lease window ${(this.windowWallMs / 1000).toFixed(1)} s)`)
+    this.log(
+      `SIGSTOP ${w.host} (pid ${w.pid}) for ${(durationMs / 1000).toFixed(1)} s (lease window ${
+        (this.windowWallMs / 1000).toFixed(1)
+      } s)`
+    )
     try {
       await sleep(durationMs)
     } finally {
@@ -405,7 +432,9 @@ class Scenario {
     await sleep(500)
     if (this.phase === "chaos" || this.phase === "drain") {
       // Not awaited: if the spare is still loading, the replacement comes when it has loaded.
-      void this.startWorker(w.slot).then((r) => r.ready.then((ok) => this.log(`replacement ${r.host} (pid ${r.pid}) ${ok ? "running" : "failed to start"}`)))
+      void this.startWorker(w.slot).then((r) =>
+        r.ready.then((ok) => this.log(`replacement ${r.host} (pid ${r.pid}) ${ok ? "running" : "failed to start"}`))
+      )
     }
   }
 
@@ -418,7 +447,9 @@ class Scenario {
     this.log(`server restart ${r.ok ? "done" : "FAILED"} in ${((to - from) / 1000).toFixed(1)} s: ${r.detail}`)
   }
 
-  payload(seq: number): { readonly type: typeof ChaosPlain | typeof ChaosKeyed | typeof ChaosOnce; readonly payload: ChaosPayload } {
+  payload(
+    seq: number
+  ): { readonly type: typeof ChaosPlain | typeof ChaosKeyed | typeof ChaosOnce; readonly payload: ChaosPayload } {
     const r = this.rng
     const kindRoll = r()
     const durationRoll = r()
@@ -441,12 +472,20 @@ class Scenario {
         let id: string | null = null
         try {
           // The unique key makes a retry after a lost reply find the job instead of adding one.
-          const r = await this.db(retryFor(Job.enqueue(type, payload, { uniqueKey: `${this.prefix}${seq}` }), 20_000, 500))
+          const r = await this.db(
+            retryFor(Job.enqueue(type, payload, { uniqueKey: `${this.prefix}${seq}` }), 20_000, 500)
+          )
           id = r.id
         } catch (e) {
           this.log(`enqueue #${seq} never came back: ${String(e).slice(0, 200)}`)
         }
-        this.enqueued.push({ seq, id, name: type.name, leaseName: payload.key === undefined ? null : `key:${payload.key}`, at })
+        this.enqueued.push({
+          seq,
+          id,
+          name: type.name,
+          leaseName: payload.key === undefined ? null : `key:${payload.key}`,
+          at
+        })
         seq++
       }
       await sleep(100)
@@ -558,7 +597,11 @@ class Scenario {
         await sleep(1000)
       }
       drainMs = Date.now() - drainStart
-      this.log(drained ? `drained in ${(drainMs / 1000).toFixed(1)} s` : `NOT drained after ${(drainMs / 1000).toFixed(0)} s: ${JSON.stringify(last)}`)
+      this.log(
+        drained
+          ? `drained in ${(drainMs / 1000).toFixed(1)} s`
+          : `NOT drained after ${(drainMs / 1000).toFixed(0)} s: ${JSON.stringify(last)}`
+      )
       await this.stopWorkers()
 
       const endedAt = Date.now()
@@ -566,7 +609,9 @@ class Scenario {
         Effect.all([Effect.flatMap(JobStore.JobStore, (s) => s.list({ limit: 1_000_000 })), readHistory(this.prefix)])
       )
       const skewSlot = this.o.workers >= 2 ? this.o.workers - 1 : -1
-      const skewedHost = history.find((h) => h.kind === "run" && h.host.startsWith(`chaos-${this.kind}-w${skewSlot}`))?.host ??
+      const skewedHost = history.find((h) =>
+        h.kind === "run" && h.host.startsWith(`chaos-${this.kind}-w${skewSlot}`)
+      )?.host ??
         `chaos-${this.kind}-w${skewSlot}-skew`
       result = check({
         clock: this.clock,
@@ -596,13 +641,37 @@ class Scenario {
     await this.rt.dispose().catch(() => undefined)
     if (!keepHere) rmSync(this.dir, { recursive: true, force: true })
     const empty: CheckResult = {
-      jobs: { enqueued: this.enqueued.length, enqueueUnconfirmed: 0, completed: 0, failed: 0, interrupted: 0, pending: 0, processing: 0 },
-      attempts: { runs: 0, outcomes: {}, leasesLost: 0, runsWithoutOutcome: 0, runsWithoutOutcomeKilled: 0, runsWithoutEnd: 0, leaseMismatches: 0 },
+      jobs: {
+        enqueued: this.enqueued.length,
+        enqueueUnconfirmed: 0,
+        completed: 0,
+        failed: 0,
+        interrupted: 0,
+        pending: 0,
+        processing: 0
+      },
+      attempts: {
+        runs: 0,
+        outcomes: {},
+        leasesLost: 0,
+        runsWithoutOutcome: 0,
+        runsWithoutOutcomeKilled: 0,
+        runsWithoutEnd: 0,
+        leaseMismatches: 0
+      },
       queueLatencyMs: { p50: null, p95: null, max: null },
       overlaps: { total: 0, reported: 0, unreported: 0, details: [] },
       lost: { count: 0, details: [] },
       overRun: { count: 0, details: [] },
-      keyIdle: { longestMs: 0, key: null, fromS: null, toS: null, cause: null, longestUnexplainedBlockedMs: 0, longestUnexplainedBlocked: null },
+      keyIdle: {
+        longestMs: 0,
+        key: null,
+        fromS: null,
+        toS: null,
+        cause: null,
+        longestUnexplainedBlockedMs: 0,
+        longestUnexplainedBlocked: null
+      },
       skew: null,
       problems: [error ?? "not checked"]
     }
@@ -633,7 +702,11 @@ class Scenario {
         kills: this.kills.length,
         pauses: this.pauses.length,
         pauseWallSeconds: this.pauses.map((p) => Math.round((p.to - p.from) / 100) / 10),
-        restarts: this.restarts.map((r) => ({ ok: r.ok, downSeconds: Math.round((r.to - r.from) / 100) / 10, detail: r.detail })),
+        restarts: this.restarts.map((r) => ({
+          ok: r.ok,
+          downSeconds: Math.round((r.to - r.from) / 100) / 10,
+          detail: r.detail
+        })),
         unexpectedExits: this.unexpectedExits,
         notes: this.notes
       },
@@ -659,7 +732,12 @@ export const runChaos = async (partial: Partial<ChaosOptions> = {}): Promise<Cha
     const reports = await Promise.all(scenarios.map((s) => s.run()))
     const databases: Partial<Record<DbKind, DbReport>> = {}
     for (const r of reports) databases[r.db] = r
-    return { ok: reports.every((r) => r.ok), seed: o.seed, wallSeconds: Math.round((Date.now() - started) / 100) / 10, databases }
+    return {
+      ok: reports.every((r) => r.ok),
+      seed: o.seed,
+      wallSeconds: Math.round((Date.now() - started) / 100) / 10,
+      databases
+    }
   } finally {
     killAllChildren()
     // Only the run's own directory, and only when empty: a failed database's logs stay.

@@ -189,7 +189,9 @@ export const check = (input: CheckInput): CheckResult => {
       runsWithoutOutcome++
       if (kill !== undefined && kill.at >= row.startMs) runsWithoutOutcomeKilled++
     }
-    if (row.jobName === "ChaosKeyed" && (row.leaseOwner === null || row.leaseOwner !== row.claimToken)) leaseMismatches++
+    if (row.jobName === "ChaosKeyed" && (row.leaseOwner === null || row.leaseOwner !== row.claimToken)) {
+      leaseMismatches++
+    }
     runs.push({
       row,
       start: row.startMs,
@@ -202,7 +204,9 @@ export const check = (input: CheckInput): CheckResult => {
   const faultsOf = (run: Run): ReadonlyArray<string> => {
     const out: Array<string> = []
     for (const p of input.pauses) {
-      if (p.pid === run.row.pid && p.from < run.end && p.to > run.start) out.push(`paused ${rel(p.from)}–${rel(p.to)} s`)
+      if (p.pid === run.row.pid && p.from < run.end && p.to > run.start) {
+        out.push(`paused ${rel(p.from)}–${rel(p.to)} s`)
+      }
     }
     const kill = killsByPid.get(run.row.pid)
     if (kill !== undefined && kill.at >= run.start && kill.at <= run.end) out.push(`killed at ${rel(kill.at)} s`)
@@ -278,7 +282,11 @@ export const check = (input: CheckInput): CheckResult => {
     }
     statusCount[row.status]++
     if (row.status === "processing") {
-      lost.push(`#${e.seq} ${e.name} ${e.id}: still processing after the drain (claimed by ${row.claimedBy ?? "?"}, attempts ${row.attempts})`)
+      lost.push(
+        `#${e.seq} ${e.name} ${e.id}: still processing after the drain (claimed by ${
+          row.claimedBy ?? "?"
+        }, attempts ${row.attempts})`
+      )
     }
   }
   const runsByJob = new Map<string, Set<string>>()
@@ -291,7 +299,9 @@ export const check = (input: CheckInput): CheckResult => {
   for (const [id, tokens] of runsByJob) {
     const row = rowsById.get(id)
     const max = (row?.maxRetries ?? 3) + 1
-    if (tokens.size > max) overRun.push(`${id}: ${tokens.size} runs reached perform, at most ${max} allowed (status ${row?.status ?? "?"})`)
+    if (tokens.size > max) {
+      overRun.push(`${id}: ${tokens.size} runs reached perform, at most ${max} allowed (status ${row?.status ?? "?"})`)
+    }
   }
 
   // Key idle while work waited.
@@ -300,7 +310,9 @@ export const check = (input: CheckInput): CheckResult => {
   const deferralsByLease = new Map<string, Array<number>>()
   for (const o of input.history) {
     if (o.kind !== "outcome" || o.endMs === null) continue
-    if (o.outcome === "Completed" || o.outcome === "Failed:dead") finalAt.set(o.jobId, Math.max(finalAt.get(o.jobId) ?? 0, o.endMs))
+    if (o.outcome === "Completed" || o.outcome === "Failed:dead") {
+      finalAt.set(o.jobId, Math.max(finalAt.get(o.jobId) ?? 0, o.endMs))
+    }
     const list = outcomesByJob.get(o.jobId) ?? []
     list.push(o)
     outcomesByJob.set(o.jobId, list)
@@ -321,16 +333,27 @@ export const check = (input: CheckInput): CheckResult => {
     enqueuedByLease.set(e.leaseName, list)
   }
   for (const [lease, jobs] of enqueuedByLease) {
-    const events: Array<{ readonly t: number; readonly job: string | null; readonly waiting: number; readonly busy: number }> = []
+    const events: Array<
+      { readonly t: number; readonly job: string | null; readonly waiting: number; readonly busy: number }
+    > = []
     for (const e of jobs) {
       const row = rowsById.get(e.id!)
       const done = finalAt.get(e.id!) ??
-        (row !== undefined && row.status !== "pending" && row.status !== "processing" ? toWall(row.updatedAt) : input.endedAt)
-      if (done > e.at) events.push({ t: e.at, job: e.id, waiting: 1, busy: 0 }, { t: done, job: e.id, waiting: -1, busy: 0 })
+        (row !== undefined && row.status !== "pending" && row.status !== "processing"
+          ? toWall(row.updatedAt)
+          : input.endedAt)
+      if (done > e.at) {
+        events.push({ t: e.at, job: e.id, waiting: 1, busy: 0 }, { t: done, job: e.id, waiting: -1, busy: 0 })
+      }
     }
     const leaseRuns = byLease.get(lease) ?? []
     for (const r of leaseRuns) {
-      events.push({ t: r.start, job: null, waiting: 0, busy: 1 }, { t: Math.min(r.end, input.endedAt), job: null, waiting: 0, busy: -1 })
+      events.push({ t: r.start, job: null, waiting: 0, busy: 1 }, {
+        t: Math.min(r.end, input.endedAt),
+        job: null,
+        waiting: 0,
+        busy: -1
+      })
     }
     events.sort((a, b) => a.t - b.t || b.busy - a.busy)
     const waitingJobs = new Set<string>()
@@ -352,7 +375,16 @@ export const check = (input: CheckInput): CheckResult => {
       if (before && !after && gapStart !== null) {
         const ms = ev.t - gapStart
         const deferred = (deferralsByLease.get(lease) ?? []).some((t) => t >= gapStart! && t <= ev.t)
-        const gap = explainGap({ lease, from: gapStart, to: ev.t, runs: leaseRuns, waiting: gapJobs, deferred, outcomesByJob, input })
+        const gap = explainGap({
+          lease,
+          from: gapStart,
+          to: ev.t,
+          runs: leaseRuns,
+          waiting: gapJobs,
+          deferred,
+          outcomesByJob,
+          input
+        })
         if (ms > idle.ms) idle = { ms, key: lease, from: gapStart, to: ev.t, cause: gap.cause }
         if (gap.suspicious && ms > blocked.ms) blocked = { ms, text: `${lease} ${rel(gapStart)}–${rel(ev.t)} s` }
         gapStart = null
@@ -369,7 +401,11 @@ export const check = (input: CheckInput): CheckResult => {
   const latencies = input.enqueued
     .flatMap((e) => (e.id === null || !firstClaim.has(e.id) ? [] : [Math.max(0, firstClaim.get(e.id)! - e.at)]))
     .sort((a, b) => a - b)
-  const pct = (p: number) => (latencies.length === 0 ? null : Math.round(latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!))
+  const pct = (
+    p: number
+  ) => (latencies.length === 0
+    ? null
+    : Math.round(latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!))
 
   // Skew as observed in the runs of the skewed worker: its Clock minus the shared chaos time.
   const skew = input.skewed === null ? null : (() => {
@@ -419,10 +455,14 @@ export const check = (input: CheckInput): CheckResult => {
 const diagnose = (a: Run, s: RunSummary): string => {
   if (a.ended === "interrupted" && a.outcome?.outcome?.startsWith("Failed") === true) {
     return "the first run timed out after its lease had expired and been taken over" +
-      (s.faults.some((f) => f.startsWith("paused")) ? " (its worker was paused past the lease window and resumed before a reaper took the job back)" : "") +
+      (s.faults.some((f) => f.startsWith("paused"))
+        ? " (its worker was paused past the lease window and resumed before a reaper took the job back)"
+        : "") +
       "; after a timeout leasehold neither releases nor reads the lease, so the attempt was recorded as a plain failure with leaseLost false"
   }
-  if (a.outcome === undefined && a.ended === "killed") return "the first run's worker was killed (after its lease ran out) before it could report"
+  if (a.outcome === undefined && a.ended === "killed") {
+    return "the first run's worker was killed (after its lease ran out) before it could report"
+  }
   if (a.outcome === undefined) return "the first run's outcome was never recorded"
   return "neither attempt reported a lost lease or was fenced"
 }
@@ -453,11 +493,15 @@ const explainGap = (g: Gap): { readonly cause: string; readonly suspicious: bool
   const explained = (cause: string) => ({ cause, suspicious: false })
   if (before !== undefined) {
     if (before.ended === "interrupted") return explained("the run before timed out: its lease is left to expire")
-    if (before.ended === "killed") return explained("the run before was killed (kill -9): its lease expires after the window")
+    if (before.ended === "killed") {
+      return explained("the run before was killed (kill -9): its lease expires after the window")
+    }
     if (g.input.pauses.some((p) => p.pid === before.row.pid && p.from < before.end && p.to > before.start)) {
       return explained("the run before was paused (SIGSTOP) past its lease window")
     }
-    if (before.outcome === undefined) return explained("the run before never reported: its lease expires after the window")
+    if (before.outcome === undefined) {
+      return explained("the run before never reported: its lease expires after the window")
+    }
   }
   const inBackoff = g.waiting.length > 0 && g.waiting.every((job) => {
     // The outcome row lands a moment after the run's end: allow 2 s.
@@ -473,7 +517,10 @@ const explainGap = (g: Gap): { readonly cause: string; readonly suspicious: bool
     return explained("the waiting job was claimed by a worker that was then paused (SIGSTOP); it ran after SIGCONT")
   }
   if (!g.deferred) return explained("queue latency: no worker had claimed the waiting job yet")
-  if (g.input.pauses.some((p) => p.from < g.to && p.to > g.from) || g.input.kills.some((k) => k.at < g.to && k.at > g.from - 15_000)) {
+  if (
+    g.input.pauses.some((p) => p.from < g.to && p.to > g.from) ||
+    g.input.kills.some((k) => k.at < g.to && k.at > g.from - 15_000)
+  ) {
     return explained("deferred while a paused or killed worker's lease ran out")
   }
   return { cause: "deferred on a busy lease, no fault explains it", suspicious: true }

@@ -46,11 +46,16 @@ export const sqlLayer = (url: string, maxConnections = 6): Layer.Layer<SqlClient
       )
     case "mysql":
       return load(async () =>
-        (await import("@effect/sql-mysql2")).MysqlClient.layer({ url: Redacted.make(url.replace(/^mariadb:/, "mysql:")), maxConnections })
+        (await import("@effect/sql-mysql2")).MysqlClient.layer({
+          url: Redacted.make(url.replace(/^mariadb:/, "mysql:")),
+          maxConnections
+        })
       )
     case "sqlite":
       return load(async () =>
-        (await import("@effect/sql-sqlite-node")).SqliteClient.layer({ filename: url.replace(/^sqlite:(\/\/)?/, "").replace(/^file:/, "") })
+        (await import("@effect/sql-sqlite-node")).SqliteClient.layer({
+          filename: url.replace(/^sqlite:(\/\/)?/, "").replace(/^file:/, "")
+        })
       )
   }
 }
@@ -58,7 +63,11 @@ export const sqlLayer = (url: string, maxConnections = 6): Layer.Layer<SqlClient
 /** Loads the driver module for a URL now, so a later `sqlLayer` finds it in the module cache. */
 export const preloadDriver = async (url: string): Promise<void> => {
   const kind = kindOfUrl(url)
-  await (kind === "pg" ? import("@effect/sql-pg") : kind === "mysql" ? import("@effect/sql-mysql2") : import("@effect/sql-sqlite-node"))
+  await (kind === "pg"
+    ? import("@effect/sql-pg")
+    : kind === "mysql"
+    ? import("@effect/sql-mysql2")
+    : import("@effect/sql-sqlite-node"))
 }
 
 /** Quotes a table name of this run (already restricted to [a-z0-9_]). */
@@ -74,10 +83,15 @@ export const dropPrefixed = (prefix: string): Effect.Effect<ReadonlyArray<string
     const like = `${prefix.replace(/_/g, "\\_")}%`
     const rows = yield* sql.onDialectOrElse({
       pg: () =>
-        sql<{ n: string }>`SELECT table_name AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name LIKE ${like}`,
+        sql<
+          { n: string }
+        >`SELECT table_name AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name LIKE ${like}`,
       mysql: () =>
-        sql<{ n: string }>`SELECT table_name AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE ${like}`,
-      orElse: () => sql<{ n: string }>`SELECT name AS n FROM sqlite_master WHERE type = 'table' AND name LIKE ${like} ESCAPE '\\'`
+        sql<
+          { n: string }
+        >`SELECT table_name AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE ${like}`,
+      orElse: () =>
+        sql<{ n: string }>`SELECT name AS n FROM sqlite_master WHERE type = 'table' AND name LIKE ${like} ESCAPE '\\'`
     })
     const names = rows.map((r) => String(r.n)).filter((n) => n.startsWith(prefix))
     for (const n of names) yield* sql.unsafe(`DROP TABLE IF EXISTS ${quoteIdent(sql, n)}`)
@@ -92,7 +106,11 @@ export const runCommand = (
 ): Promise<{ readonly code: number; readonly output: string }> =>
   new Promise((resolve) => {
     execFile(file, [...args], { timeout: timeoutMs, killSignal: "SIGKILL" }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof (error as { code?: unknown }).code === "number" ? (error as { code: number }).code : 1
+      const code = error === null
+        ? 0
+        : typeof (error as { code?: unknown }).code === "number"
+        ? (error as { code: number }).code
+        : 1
       resolve({ code, output: `${stdout}${stderr}`.trim() })
     })
   })
@@ -118,7 +136,11 @@ export const waitUntil = (check: Effect.Effect<boolean>, limitMs: number): Effec
  * Runs `effect` until it succeeds, retrying every `everyMs` (wall clock) for at most `limitMs`;
  * then fails with the last error. For writes that must outlive a database restart.
  */
-export const retryFor = <A, E, R>(effect: Effect.Effect<A, E, R>, limitMs: number, everyMs = 250): Effect.Effect<A, E, R> =>
+export const retryFor = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  limitMs: number,
+  everyMs = 250
+): Effect.Effect<A, E, R> =>
   Effect.gen(function*() {
     const deadline = Date.now() + limitMs
     for (;;) {
@@ -158,14 +180,26 @@ export const restartServer = (kind: DbKind): Effect.Effect<RestartReport> =>
         Effect.map(command("pg_isready", ["-h", "127.0.0.1", "-p", "5432", "-q"], 5_000), (x) => x.code === 0),
         90_000
       )
-      return { kind, ok: r.code === 0 && up, downMs: Date.now() - started, detail: `pg_ctlcluster exit ${r.code}${r.output ? `: ${r.output.slice(0, 200)}` : ""}` }
+      return {
+        kind,
+        ok: r.code === 0 && up,
+        downMs: Date.now() - started,
+        detail: `pg_ctlcluster exit ${r.code}${r.output ? `: ${r.output.slice(0, 200)}` : ""}`
+      }
     }
     const down = yield* command("mariadb-admin", ["-uroot", "shutdown"], 60_000)
     // start-stop-daemon --oknodo does nothing while the old process still runs: wait for it to go.
     const gone = yield* waitUntil(Effect.map(command("pgrep", ["-x", "mariadbd"], 5_000), (x) => x.code !== 0), 60_000)
-    const start = yield* command("start-stop-daemon", ["--start", "--oknodo", "--background", "--exec", "/usr/sbin/mariadbd"], 30_000)
+    const start = yield* command("start-stop-daemon", [
+      "--start",
+      "--oknodo",
+      "--background",
+      "--exec",
+      "/usr/sbin/mariadbd"
+    ], 30_000)
     const up = yield* waitUntil(
-      Effect.map(command("mariadb-admin", ["-h", "127.0.0.1", "-P", "3306", "-uroot", "ping"], 5_000), (x) => x.code === 0),
+      Effect.map(command("mariadb-admin", ["-h", "127.0.0.1", "-P", "3306", "-uroot", "ping"], 5_000), (x) =>
+        x.code === 0),
       90_000
     )
     return {

@@ -124,21 +124,56 @@ export const historyLayer = (prefix: string): Layer.Layer<History, never, SqlCli
       const table = quoteIdent(sql, historyTable(prefix))
       const ph = (n: number) => sql.onDialectOrElse({ pg: () => `$${n}`, orElse: () => "?" })
       const cols = [
-        "id", "kind", "job_id", "job_name", "lease_name", "attempt", "claim_token", "host", "pid", "lease_owner",
-        "lease_expires_at", "clock_ms", "start_ms", "end_ms", "outcome", "lease_lost", "detail"
+        "id",
+        "kind",
+        "job_id",
+        "job_name",
+        "lease_name",
+        "attempt",
+        "claim_token",
+        "host",
+        "pid",
+        "lease_owner",
+        "lease_expires_at",
+        "clock_ms",
+        "start_ms",
+        "end_ms",
+        "outcome",
+        "lease_lost",
+        "detail"
       ]
       const insertSql = `INSERT INTO ${table} (${cols.join(", ")}) VALUES (${cols.map((_, i) => ph(i + 1)).join(", ")})`
       const existsSql = `SELECT id FROM ${table} WHERE id = ${ph(1)}`
-      const finishSql = `UPDATE ${table} SET end_ms = ${ph(1)}, outcome = ${ph(2)}, detail = ${ph(3)} WHERE id = ${ph(4)}`
+      const finishSql = `UPDATE ${table} SET end_ms = ${ph(1)}, outcome = ${ph(2)}, detail = ${ph(3)} WHERE id = ${
+        ph(4)
+      }`
       // An insert whose reply was lost (the server restarted) may have landed: look before retrying.
       const insertOnce = (row: HistoryRow) =>
         Effect.catchAll(
           sql.unsafe(insertSql, [
-            row.id, row.kind, row.jobId, row.jobName, row.leaseName, row.attempt, row.claimToken, row.host, row.pid,
-            row.leaseOwner, row.leaseExpiresAt, row.clockMs, row.startMs, row.endMs, row.outcome,
-            row.leaseLost === null ? null : row.leaseLost ? 1 : 0, row.detail
+            row.id,
+            row.kind,
+            row.jobId,
+            row.jobName,
+            row.leaseName,
+            row.attempt,
+            row.claimToken,
+            row.host,
+            row.pid,
+            row.leaseOwner,
+            row.leaseExpiresAt,
+            row.clockMs,
+            row.startMs,
+            row.endMs,
+            row.outcome,
+            row.leaseLost === null ? null : row.leaseLost ? 1 : 0,
+            row.detail
           ]),
-          (e) => Effect.flatMap(sql.unsafe(existsSql, [row.id]), (found) => (found.length > 0 ? Effect.succeed([]) : Effect.fail(e)))
+          (e) =>
+            Effect.flatMap(
+              sql.unsafe(existsSql, [row.id]),
+              (found) => (found.length > 0 ? Effect.succeed([]) : Effect.fail(e))
+            )
         )
       const bounded = <A, E>(what: string, effect: Effect.Effect<A, E>) =>
         retryFor(effect, 60_000, 200).pipe(
@@ -147,7 +182,8 @@ export const historyLayer = (prefix: string): Layer.Layer<History, never, SqlCli
         )
       return History.of({
         write: (row) => bounded(`write ${row.kind} ${row.id}`, insertOnce(row)),
-        finish: (id, endMs, outcome, detail) => bounded(`finish ${id}`, sql.unsafe(finishSql, [endMs, outcome, detail, id]))
+        finish: (id, endMs, outcome, detail) =>
+          bounded(`finish ${id}`, sql.unsafe(finishSql, [endMs, outcome, detail, id]))
       })
     })
   )
@@ -223,10 +259,16 @@ const perform = (p: ChaosPayload) =>
         done += step
         if (beats && done < total) {
           // Fenced: stop (the attempt was superseded). A database error: carry on, as an app would.
-          yield* Effect.catchTag(Job.heartbeat, "SqlError", (e) => Effect.logWarning("heartbeat failed; carrying on", e))
+          yield* Effect.catchTag(
+            Job.heartbeat,
+            "SqlError",
+            (e) => Effect.logWarning("heartbeat failed; carrying on", e)
+          )
         }
       }
-      if (ctx.attempt <= p.failUntil) return yield* new ChaosFailure({ message: `planned failure of #${p.seq} on attempt ${ctx.attempt}` })
+      if (ctx.attempt <= p.failUntil) {
+        return yield* new ChaosFailure({ message: `planned failure of #${p.seq} on attempt ${ctx.attempt}` })
+      }
     })
     yield* Effect.onExit(work, (exit) => {
       const { detail, outcome } = outcomeOf(exit)

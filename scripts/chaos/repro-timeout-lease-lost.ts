@@ -28,7 +28,8 @@ const scenario = (overrun: boolean) => {
     schema: Schema.Struct({}),
     concurrencyKey: "report",
     timeout: "1 second",
-    perform: () => Effect.zipRight(Deferred.succeed(started, undefined), Effect.sleep(overrun ? "2 seconds" : "500 millis"))
+    perform: () =>
+      Effect.zipRight(Deferred.succeed(started, undefined), Effect.sleep(overrun ? "2 seconds" : "500 millis"))
   })
   return Effect.gen(function*() {
     yield* TestClock.setTime(T0)
@@ -40,7 +41,13 @@ const scenario = (overrun: boolean) => {
     if (Option.isNone(held)) return yield* Effect.dieMessage("the attempt holds no lease")
     // The lease expires and another worker takes it over (its clock is past the expiry).
     const after = held.value.expiresAt + 1
-    const taken = yield* leases.tryAcquire({ name: LEASE, owner: "worker-b-attempt", host: "worker-b", now: after, expiresAt: after + 61_000 })
+    const taken = yield* leases.tryAcquire({
+      name: LEASE,
+      owner: "worker-b-attempt",
+      host: "worker-b",
+      now: after,
+      expiresAt: after + 61_000
+    })
     yield* TestClock.adjust(overrun ? "1 second" : "500 millis")
     const result = yield* Fiber.join(fiber)
     const owner = Option.getOrNull(yield* leases.ownerOf(LEASE))
@@ -56,10 +63,22 @@ const describeResult = (r: Worker.ProcessResult) =>
 const main = Effect.gen(function*() {
   const plain = yield* scenario(false)
   const timedOut = yield* scenario(true)
-  console.log(`lease taken over mid-run, perform ends normally:    ${describeResult(plain.result)}; lease now held by ${plain.owner}`)
-  console.log(`lease taken over mid-run, perform then times out:   ${describeResult(timedOut.result)}; lease now held by ${timedOut.owner}`)
+  console.log(
+    `lease taken over mid-run, perform ends normally:    ${
+      describeResult(plain.result)
+    }; lease now held by ${plain.owner}`
+  )
+  console.log(
+    `lease taken over mid-run, perform then times out:   ${
+      describeResult(timedOut.result)
+    }; lease now held by ${timedOut.owner}`
+  )
   const gap = timedOut.taken && "leaseLost" in timedOut.result && !timedOut.result.leaseLost
-  console.log(gap ? "=> the timed-out attempt overlapped another holder and reported no lost lease" : "=> both report the lost lease")
+  console.log(
+    gap
+      ? "=> the timed-out attempt overlapped another holder and reported no lost lease"
+      : "=> both report the lost lease"
+  )
   return gap
 })
 

@@ -56,7 +56,9 @@ process.stdin.on("error", () => process.exit(3))
 /** This worker's host and skew: from the environment, or from the START line of a warm spare. */
 const identity = (): Promise<{ readonly host: string; readonly skewMs: number }> => {
   const host = process.env.CHAOS_HOST
-  if (host !== undefined && host !== "") return Promise.resolve({ host, skewMs: clockConfigFromEnv(process.env).skewMs })
+  if (host !== undefined && host !== "") {
+    return Promise.resolve({ host, skewMs: clockConfigFromEnv(process.env).skewMs })
+  }
   process.stdout.write(`LOADED ${process.pid}\n`)
   return new Promise((resolve) => {
     lines.once("line", (line) => {

@@ -3,6 +3,10 @@
  * failure or a reap does to a row, staleness, and the tallies that processQueue and tick
  * report. No I/O: stores and the worker call these and write what they decide.
  */
+import { MAX_INT32 } from "./input.ts"
+
+/** The range of the 32-bit INT columns (priority, max_retries) on every database: see ./input.ts. */
+export { isInt32, MAX_INT32, MIN_INT32 } from "./input.ts"
 import { leaseWindowSeconds } from "./lease.ts"
 
 /** Job statuses. `failed` is dead (retries used up); `interrupted` is reaped and not idempotent. */
@@ -20,11 +24,6 @@ export const MAX_NAME_LENGTH = 255
  * × 1000, then fits the 32-bit integer arithmetic of every database.
  */
 export const MAX_TIMEOUT_SECONDS = 1_000_000
-/** The range of the 32-bit INT columns (priority, max_retries) on every database. */
-export const MIN_INT32 = -(2 ** 31)
-export const MAX_INT32 = 2 ** 31 - 1
-/** Whether `n` is a whole number an INT column holds. */
-export const isInt32 = (n: number): boolean => Number.isSafeInteger(n) && n >= MIN_INT32 && n <= MAX_INT32
 /**
  * Longest backoff delay a job type may declare, in seconds (about 68 years), so that
  * now + delay stays an exact epoch-ms integer.

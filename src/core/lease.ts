@@ -6,6 +6,9 @@
  * make the same decisions. No I/O, no Effect services: times are passed in as epoch ms.
  */
 import { createHash } from "node:crypto"
+import { keyProblem, textProblem } from "./input.ts"
+
+export { textProblem }
 
 /** Longest lease name the lock table holds (`lockname VARCHAR(100)`). */
 export const MAX_LEASE_NAME_LENGTH = 100
@@ -123,30 +126,19 @@ export const decodeEpochMs = (value: unknown): number => {
   return n
 }
 
-/**
- * Why a string cannot be stored as written in a text column of every database, or `undefined`
- * when it can: PostgreSQL refuses a NUL character, and an unpaired UTF-16 surrogate (not valid
- * Unicode) is silently replaced by U+FFFD on its way to the database, so it would not read back
- * as written and two different strings could become one key.
- */
-export const textProblem = (value: string): string | undefined => {
-  if (value.includes("\u0000")) return "contains a NUL character"
-  if (/\p{Cs}/u.test(value)) return "contains an unpaired surrogate (not valid Unicode)"
-  return undefined
-}
-
 /** Why a lease name, owner or host cannot be stored, or `undefined` when it can. */
 export const leaseInputProblem = (
   field: "name" | "owner" | "host",
   value: string
 ): string | undefined => {
-  const max = field === "name" ? MAX_LEASE_NAME_LENGTH : field === "owner" ? MAX_LEASE_OWNER_LENGTH : MAX_LEASE_HOST_LENGTH
+  const max = field === "name"
+    ? MAX_LEASE_NAME_LENGTH
+    : field === "owner"
+    ? MAX_LEASE_OWNER_LENGTH
+    : MAX_LEASE_HOST_LENGTH
   if (field !== "host" && value.length === 0) return `lease ${field} is empty`
   if (value.length > max) return `lease ${field} is ${value.length} characters; at most ${max} fit`
-  const text = textProblem(value)
-  if (text !== undefined) return `lease ${field} ${text}`
-  // MySQL/MariaDB compare strings without trailing spaces (PAD SPACE collations), so `x` and
-  // `x ` would be one lease there and two elsewhere: refused everywhere instead.
-  if (field !== "host" && value.endsWith(" ")) return `lease ${field} ends with a space`
-  return undefined
+  // Hosts may end in a space here; the worker refuses that for its own host (keyProblem).
+  const text = field === "host" ? textProblem(value) : keyProblem(value)
+  return text === undefined ? undefined : `lease ${field} ${text}`
 }

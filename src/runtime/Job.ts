@@ -17,8 +17,10 @@ import {
   MIN_INT32
 } from "../core/jobs.ts"
 import { EnqueueInputError, type Fenced, JobDefinitionError, PayloadError } from "../core/errors.ts"
-import { leaseInputProblem, leaseNameFor, type LeaseOptions, MAX_LEASE_HOST_LENGTH, textProblem } from "../core/lease.ts"
-import { JobStore } from "../adapters/JobStore.ts"
+import { parseDurationMillis } from "../core/duration.ts"
+import { keyProblem, textProblem } from "../core/input.ts"
+import { leaseInputProblem, leaseNameFor, type LeaseOptions, MAX_LEASE_HOST_LENGTH } from "../core/lease.ts"
+import { JobStore } from "../ports/JobStore.ts"
 import type { SqlError } from "@effect/sql/SqlError"
 
 /** What a job type may declare besides its name, schema and perform. */
@@ -68,54 +70,42 @@ export type AnyJobType = JobType<string, any, any, any>
 /** A whole number within an INT column's range and at least `min`, or a `JobDefinitionError`. */
 const int32 = (name: string, field: string, value: number, min: number) => {
   if (!isInt32(value) || value < min) {
-    throw new JobDefinitionError({ name, reason: `${field} must be a whole number from ${min} to ${MAX_INT32}, got ${value}` })
+    throw new JobDefinitionError({
+      name,
+      reason: `${field} must be a whole number from ${min} to ${MAX_INT32}, got ${value}`
+    })
   }
   return value
 }
 
-/**
- * The milliseconds of a duration input, or why it is not a finite, non-negative duration.
- * Duration reads NaN and negative values (`-5`, `"-5 seconds"`, `[-5, 0]`, `-5n`) as zero and
- * throws on text it cannot parse, so those are caught here first: a typo must neither run a job
- * early nor escape as an untyped exception.
- */
-export const durationMillis = (input: unknown): Either.Either<number, string> => {
-  const negative = typeof input === "number"
-    ? !(input >= 0)
-    : typeof input === "bigint"
-    ? input < 0n
-    : typeof input === "string"
-    ? /^\s*-/.test(input)
-    : Array.isArray(input) && input.some((x) => typeof x !== "number" || !(x >= 0))
-  if (negative) return Either.left(`must not be negative or NaN, got ${String(input)}`)
-  const decoded = Duration.decodeUnknown(input)
-  if (Option.isNone(decoded)) return Either.left(`is not a duration: ${String(input)}`)
-  const ms = Duration.isFinite(decoded.value) ? Duration.toMillis(decoded.value) : Number.POSITIVE_INFINITY
-  return Number.isFinite(ms) ? Either.right(ms) : Either.left(`must be finite, got ${String(input)}`)
-}
+/** The milliseconds of a duration input, or why it is not one (see ../core/duration.ts). */
+export const durationMillis = (input: unknown): Either.Either<number, string> => parseDurationMillis(input)
 
 /**
  * Defines a job type. Throws `JobDefinitionError` at definition time for options that cannot
  * work (a blank name, a negative timeout, …), so a mistake shows when the app starts.
  */
-export const define = <const Name extends string, A, I, R = never>(def: JobDefinition<Name, A, I, R>): JobType<Name, A, I, R> => {
+export const define = <const Name extends string, A, I, R = never>(
+  def: JobDefinition<Name, A, I, R>
+): JobType<Name, A, I, R> => {
   const name = def.name
   const problem = (reason: string) => new JobDefinitionError({ name, reason })
   if (typeof name !== "string" || name.trim() === "" || name.length > MAX_NAME_LENGTH) {
     throw problem(`the name must be 1 to ${MAX_NAME_LENGTH} characters`)
   }
-  const nameText = textProblem(name)
+  // An exclusive type's lease `job:x ` could never be taken on MySQL/MariaDB (./core/input.ts).
+  const nameText = keyProblem(name)
   if (nameText !== undefined) throw problem(`the name ${nameText}`)
-  // MySQL/MariaDB compare `x` and `x ` as equal (PAD SPACE), and an exclusive type's lease
-  // `job:x ` could never be taken: refused on every database, as for unique keys and leases.
-  if (name.endsWith(" ")) throw problem("the name ends with a space")
   const backoff: BackoffOptions = typeof def.backoff === "string"
     ? { ...DEFAULT_BACKOFF, kind: def.backoff }
     : { ...DEFAULT_BACKOFF, ...def.backoff }
   if (backoff.kind !== "exponential" && backoff.kind !== "linear") {
     throw problem(`backoff must be "exponential" or "linear", got ${String(backoff.kind)}`)
   }
-  if (!(backoff.baseSeconds > 0) || !(backoff.maxSeconds >= backoff.baseSeconds) || !(backoff.maxSeconds <= MAX_BACKOFF_SECONDS)) {
+  if (
+    !(backoff.baseSeconds > 0) || !(backoff.maxSeconds >= backoff.baseSeconds) ||
+    !(backoff.maxSeconds <= MAX_BACKOFF_SECONDS)
+  ) {
     throw problem(
       `backoff needs 0 < baseSeconds ≤ maxSeconds ≤ ${MAX_BACKOFF_SECONDS}, got ${backoff.baseSeconds} and ${backoff.maxSeconds}`
     )
@@ -128,7 +118,7 @@ export const define = <const Name extends string, A, I, R = never>(def: JobDefin
   if (typeof queue !== "string" || queue.length === 0 || queue.length > MAX_NAME_LENGTH) {
     throw problem(`queue must be 1 to ${MAX_NAME_LENGTH} characters`)
   }
-  const queueText = textProblem(queue) ?? (queue.endsWith(" ") ? "ends with a space" : undefined)
+  const queueText = keyProblem(queue)
   if (queueText !== undefined) throw problem(`queue ${queueText}`)
   // A static key ends up in a lease name (trimmed, hashed past 100 characters): it must be storable.
   const keyText = def.concurrencyKey === undefined ? undefined : textProblem(def.concurrencyKey)
@@ -184,7 +174,8 @@ export const jobsLayer = <const Types extends ReadonlyArray<AnyJobType>>(
         if (byName.has(type.name)) throw new JobDefinitionError({ name: type.name, reason: "registered twice" })
         byName.set(type.name, {
           type,
-          perform: (payload) => Effect.provide(type.perform(payload), context) as Effect.Effect<void, unknown, JobContext>
+          perform: (payload) =>
+            Effect.provide(type.perform(payload), context) as Effect.Effect<void, unknown, JobContext>
         })
       }
       return Jobs.of({ get: (name) => Option.fromNullable(byName.get(name)), names: [...byName.keys()] })
@@ -288,7 +279,9 @@ export const enqueue = <A, I, R>(
     if (json === undefined) return yield* payloadError("encodes to nothing")
     // What is stored must decode again, or every attempt of the job would fail.
     const stored = yield* Schema.decodeUnknown(type.schema)(JSON.parse(json) as unknown).pipe(
-      Effect.mapError((e) => payloadError(`does not decode again once stored as JSON: ${ParseResult.TreeFormatter.formatErrorSync(e)}`))
+      Effect.mapError((e) =>
+        payloadError(`does not decode again once stored as JSON: ${ParseResult.TreeFormatter.formatErrorSync(e)}`)
+      )
     )
 
     const queue = options.queue ?? type.queue
@@ -302,18 +295,18 @@ export const enqueue = <A, I, R>(
     if (options.uniqueKey !== undefined) {
       if (typeof options.uniqueKey !== "string") return yield* inputError("uniqueKey", "must be a string")
       if (options.uniqueKey.length > MAX_UNIQUE_KEY_LENGTH) {
-        return yield* inputError("uniqueKey", `is ${options.uniqueKey.length} characters; at most ${MAX_UNIQUE_KEY_LENGTH} fit`)
+        return yield* inputError(
+          "uniqueKey",
+          `is ${options.uniqueKey.length} characters; at most ${MAX_UNIQUE_KEY_LENGTH} fit`
+        )
       }
       if (options.uniqueKey.length === 0) return yield* inputError("uniqueKey", "is empty")
-      // MySQL/MariaDB would take `k` and `k ` for the same key; refused on every database.
-      if (options.uniqueKey.endsWith(" ")) return yield* inputError("uniqueKey", "ends with a space")
     }
+    // Keys compare exactly on every database (a worker for queue `mail` must not claim `mail `).
     for (const [field, value] of [["queue", queue], ["uniqueKey", options.uniqueKey ?? ""]] as const) {
-      const text = textProblem(value)
+      const text = keyProblem(value)
       if (text !== undefined) return yield* inputError(field, text)
     }
-    // A worker for queue `mail` would claim jobs of `mail ` on MySQL/MariaDB (PAD SPACE) only.
-    if (queue.endsWith(" ")) return yield* inputError("queue", "ends with a space")
     // The lease the job will take: a key the lock table cannot hold would fail every attempt.
     const leaseName = yield* Effect.try({
       try: () => leaseNameFor(type.name, type.lease, stored),

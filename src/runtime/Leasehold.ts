@@ -1,12 +1,16 @@
 /**
- * The services an app composes: the job store and job leases for a table prefix, and the
- * registry of its job types. Over the app's own `SqlClient` (`layer`) or in memory
- * (`memoryLayer`, for tests and demos). `retryConnect` makes a `SqlClient` layer wait for a
- * database that is down at start-up.
+ * The services an app composes: the job store and job leases for a table prefix, the registry
+ * of its job types, and the worker's wake-ups. Over the app's own `SqlClient` (`layer`) or in
+ * memory (`memoryLayer`, for tests and demos). `retryConnect` makes a `SqlClient` layer wait for
+ * a database that is down at start-up.
  */
 import { Duration, Effect, Layer, Schedule, ScheduleDecision } from "effect"
-import * as JobStore from "../adapters/JobStore.ts"
-import { memoryDatabaseLayer, memoryJobStoreLayer } from "../adapters/memory.ts"
+import { maskCredentials } from "../core/credentials.ts"
+import * as JobStore from "../adapters/sql/JobStore.ts"
+import { memoryDatabaseLayer } from "../adapters/memory/database.ts"
+import { memoryJobStoreLayer } from "../adapters/memory/JobStore.ts"
+import * as WakeupsAdapter from "../adapters/wakeups.ts"
+import * as WakeupsPort from "../ports/Wakeups.ts"
 import { type AnyJobType, jobsLayer } from "./Job.ts"
 
 /** Options shared by the layers. */
@@ -17,16 +21,23 @@ export interface LeaseholdOptions<Types extends ReadonlyArray<AnyJobType>> {
   readonly jobs: Types
 }
 
-/** Services over the app's `SqlClient` (PostgreSQL, MySQL/MariaDB or SQLite). */
+/**
+ * Services over the app's `SqlClient` (PostgreSQL, MySQL/MariaDB or SQLite). The wake-ups are
+ * LISTEN/NOTIFY when that client is a `PgClient`, and none (polling) otherwise.
+ */
 export const layer = <const Types extends ReadonlyArray<AnyJobType>>(options: LeaseholdOptions<Types>) =>
   // provideMerge: a perform that enqueues other jobs finds the store in its context.
-  jobsLayer(...options.jobs).pipe(Layer.provideMerge(JobStore.layer({ prefix: options.prefix })))
+  jobsLayer(...options.jobs).pipe(
+    Layer.provideMerge(JobStore.layer({ prefix: options.prefix })),
+    Layer.merge(WakeupsAdapter.layer)
+  )
 
-/** The same services on a fresh in-memory database (which it also provides). */
+/** The same services on a fresh in-memory database (which it also provides); no wake-ups. */
 export const memoryLayer = <const Types extends ReadonlyArray<AnyJobType>>(options: LeaseholdOptions<Types>) =>
   jobsLayer(...options.jobs).pipe(
     Layer.provideMerge(memoryJobStoreLayer({ prefix: options.prefix })),
-    Layer.provideMerge(memoryDatabaseLayer)
+    Layer.provideMerge(memoryDatabaseLayer),
+    Layer.merge(Layer.succeed(WakeupsPort.Wakeups, WakeupsPort.none))
   )
 
 // ---------------------------------------------------------------------------------------------
@@ -57,19 +68,20 @@ export interface RetryConnectOptions<E> {
   readonly label?: string | undefined
 }
 
-/** Masks the password of every URL in `text`: `//user:password@` → `//user:***@`. */
-const maskCredentials = (text: string): string => text.replace(/\/\/([^:@/\s]*):([^@/\s]+)@/g, "//$1:***@")
-
 /** An error's message with those of its causes (`SqlError: driver error`), credentials masked. */
 const connectErrorMessage = (error: unknown): string => {
   const messages: Array<string> = []
   let current: unknown = error
   for (let i = 0; i < 6 && current !== undefined && current !== null; i++) {
     // Node reports a refused connection to a name with several addresses as an AggregateError.
-    if (current instanceof AggregateError && current.errors.length > 0 && current.message === "") current = current.errors[0]
+    if (current instanceof AggregateError && current.errors.length > 0 && current.message === "") {
+      current = current.errors[0]
+    }
     if (current === undefined || current === null) break
     const message = typeof current === "string" ? current : (current as { message?: unknown }).message
-    if (typeof message === "string" && message !== "" && !messages.some((m) => m.includes(message))) messages.push(message)
+    if (typeof message === "string" && message !== "" && !messages.some((m) => m.includes(message))) {
+      messages.push(message)
+    }
     current = (current as { cause?: unknown }).cause
   }
   return maskCredentials(messages.length > 0 ? messages.join(": ") : String(error))
@@ -92,11 +104,16 @@ export const connectSchedule = <E>(options: RetryConnectOptions<E> = {}): Schedu
   if (options.jitter !== false) policy = Schedule.jitteredWith(policy, { min: 0.8, max: 1 })
   const retries = options.maxRetries
   if (retries !== undefined && retries !== Number.POSITIVE_INFINITY) {
-    policy = Schedule.intersect(policy, Schedule.recurs(Number.isFinite(retries) ? Math.max(0, Math.floor(retries)) : 0))
+    policy = Schedule.intersect(
+      policy,
+      Schedule.recurs(Number.isFinite(retries) ? Math.max(0, Math.floor(retries)) : 0)
+    )
   }
   if (options.while !== undefined) policy = Schedule.whileInput(policy, options.while)
   const delays = Schedule.delays(policy)
-  const what = `cannot connect to the database${options.label === undefined ? "" : ` (${maskCredentials(options.label)})`}`
+  const what = `cannot connect to the database${
+    options.label === undefined ? "" : ` (${maskCredentials(options.label)})`
+  }`
   // Counts the failed attempts and logs each with the delay the policy chose.
   return Schedule.makeWithState(
     { state: delays.initial, attempt: 0 },
@@ -104,9 +121,13 @@ export const connectSchedule = <E>(options: RetryConnectOptions<E> = {}): Schedu
       Effect.flatMap(delays.step(now, error, state), ([next, delay, decision]) => {
         const attempt = previous + 1
         const done = ScheduleDecision.isDone(decision)
-        const line = `${what}, attempt ${attempt}: ${connectErrorMessage(error)}; ${done ? "giving up" : `retrying in ${formatDelay(delay)}`}`
+        const line = `${what}, attempt ${attempt}: ${connectErrorMessage(error)}; ${
+          done ? "giving up" : `retrying in ${formatDelay(delay)}`
+        }`
         return Effect.as(
-          Effect.logWarning(line).pipe(Effect.annotateLogs(done ? { attempt } : { attempt, retryInMs: Math.round(Duration.toMillis(delay)) })),
+          Effect.logWarning(line).pipe(
+            Effect.annotateLogs(done ? { attempt } : { attempt, retryInMs: Math.round(Duration.toMillis(delay)) })
+          ),
           [{ state: next, attempt }, delay, decision] as const
         )
       })

@@ -1,5 +1,5 @@
 /**
- * The migration runner: applies leasehold's own schema migrations (src/adapters/schema.ts)
+ * The migration runner: applies leasehold's own schema migrations (src/adapters/sql/schema.ts)
  * under the migration lock (docs/behaviour.md §10).
  *
  * The lock is a LeaseLock row named `migrate` in its own table. One runner works over an
@@ -23,18 +23,15 @@ import {
   MigrationLockLostError,
   MigrationLockTimeoutError
 } from "../core/errors.ts"
-import { decodeEpochMs, isExpired, type LeaseRow } from "../core/lease.ts"
-import { dialectOf } from "../adapters/dialects.ts"
-import * as LeaseLock from "../adapters/LeaseLock.ts"
-import { makeMemoryLeaseLock, MemoryDatabase, type MemoryDatabaseApi, modifyTable } from "../adapters/memory.ts"
-import {
-  type AppliedMigration,
-  bookkeepingStatements,
-  type Migration,
-  migrations as leaseholdMigrations
-} from "../adapters/schema.ts"
-import type { Statement } from "../adapters/sql.ts"
-import { type TableNames, tableNames } from "../adapters/tables.ts"
+import { isExpired, type LeaseRow } from "../core/lease.ts"
+import { type TableNames, tableNames } from "../core/tables.ts"
+import { MemoryDatabase, type MemoryDatabaseApi } from "../adapters/memory/database.ts"
+import { makeMemoryMigrationStore } from "../adapters/memory/MigrationStore.ts"
+import { makeMigrationStore } from "../adapters/sql/MigrationStore.ts"
+import { migrations as leaseholdMigrations } from "../adapters/sql/schema.ts"
+import type { AppliedMigration, Migration, MigrationStore } from "../ports/MigrationStore.ts"
+
+export type { MigrationStore }
 
 /** The name of the migration lock's row. */
 export const LOCK_NAME = "migrate"
@@ -148,25 +145,6 @@ export interface MigratorApi {
 /** The Migrator service. */
 export class Migrator extends Context.Tag("leasehold/Migrator")<Migrator, MigratorApi>() {}
 
-/**
- * Where migrations are stored and applied: the part that differs between the SQL databases
- * and the in-memory store. The lock rules live in `makeWith`, once.
- */
-export interface MigrationBackend {
-  readonly tables: TableNames
-  /** The LeaseLock on `tables.migrationLocks`. */
-  readonly lock: LeaseLock.LeaseLockApi
-  readonly inTransaction: Effect.Effect<boolean>
-  /** Creates the migrations and migration lock tables if missing; safe when several race. */
-  readonly prepare: Effect.Effect<void, SqlError>
-  /** Whether the migrations table exists (so `status` can read a fresh database). */
-  readonly hasMigrationsTable: Effect.Effect<boolean, SqlError>
-  readonly applied: Effect.Effect<ReadonlyArray<AppliedMigration>, SqlError>
-  readonly apply: (migration: Migration) => Effect.Effect<void, SqlError>
-  /** Records an applied migration; fails if its id is recorded already. */
-  readonly record: (row: AppliedMigration) => Effect.Effect<void, SqlError>
-}
-
 const FREE: MigrationLockState = {
   held: false,
   expired: false,
@@ -203,7 +181,9 @@ const positiveMillis = (name: string, input: Duration.DurationInput, allowZero: 
 
 const checkMigrations = (list: ReadonlyArray<Migration>): ReadonlyArray<Migration> => {
   list.forEach((m, i) => {
-    if (!Number.isSafeInteger(m.id) || m.id <= 0) throw new RangeError(`migration id must be a positive integer: ${m.id}`)
+    if (!Number.isSafeInteger(m.id) || m.id <= 0) {
+      throw new RangeError(`migration id must be a positive integer: ${m.id}`)
+    }
     const before = list[i - 1]
     if (before !== undefined && before.id >= m.id) {
       throw new RangeError(`migration ids must be unique and ascending: ${before.id} then ${m.id}`)
@@ -217,7 +197,7 @@ const dieOnInput = <A>(effect: Effect.Effect<A, SqlError | LeaseInputError>): Ef
   Effect.catchTag(effect, "LeaseInputError", (e) => Effect.die(e))
 
 /** Builds a migrator over any backend; `make` and `makeMemory` are this with their backend. */
-export const makeWith = (backend: MigrationBackend, options: MigratorOptions = {}): MigratorApi => {
+export const makeWith = (backend: MigrationStore, options: MigratorOptions = {}): MigratorApi => {
   const { lock, tables } = backend
   const host = options.host ?? hostname()
   const timeoutMs = positiveMillis("lockTimeout", options.lockTimeout ?? DEFAULT_LOCK_TIMEOUT, true)
@@ -226,8 +206,10 @@ export const makeWith = (backend: MigrationBackend, options: MigratorOptions = {
   const list = checkMigrations(options.migrations ?? leaseholdMigrations)
   const onStep = options.onStep
 
-  const readLock = Effect.flatMap(lock.tableExists, (exists) =>
-    exists ? dieOnInput(lock.read(LOCK_NAME)) : Effect.succeed(Option.none<LeaseRow>()))
+  const readLock = Effect.flatMap(
+    lock.tableExists,
+    (exists) => exists ? dieOnInput(lock.read(LOCK_NAME)) : Effect.succeed(Option.none<LeaseRow>())
+  )
 
   const waitForLock = (owner: string) =>
     Effect.gen(function*() {
@@ -253,7 +235,9 @@ export const makeWith = (backend: MigrationBackend, options: MigratorOptions = {
           logged = true
           const holder = lockState(yield* dieOnInput(lock.read(LOCK_NAME)), now)
           yield* Effect.logInfo(
-            `waiting up to ${timeoutMs} ms for the migration lock, held by ${holder.owner ?? "nobody"} on ${holder.host ?? "?"}`
+            `waiting up to ${timeoutMs} ms for the migration lock, held by ${holder.owner ?? "nobody"} on ${
+              holder.host ?? "?"
+            }`
           )
         }
         yield* Effect.sleep(Duration.millis(Math.min(pollMs, timeoutMs - waited)))
@@ -278,7 +262,9 @@ export const makeWith = (backend: MigrationBackend, options: MigratorOptions = {
   // Owner-fenced, so it never removes a lease someone took over from us (or one we never had).
   const release = (owner: string) =>
     lock.release({ name: LOCK_NAME, owner }).pipe(
-      Effect.catchAllCause((cause) => Effect.logWarning("could not release the migration lock; it expires by itself", cause)),
+      Effect.catchAllCause((cause) =>
+        Effect.logWarning("could not release the migration lock; it expires by itself", cause)
+      ),
       Effect.asVoid
     )
 
@@ -297,7 +283,11 @@ export const makeWith = (backend: MigrationBackend, options: MigratorOptions = {
         // Record only while it is still ours: if the lease ran out during the step, the new
         // holder re-applies it (migrations are idempotent) and records it once.
         yield* stillOurs(owner, migration)
-        const row: AppliedMigration = { id: migration.id, name: migration.name, appliedAt: yield* Clock.currentTimeMillis }
+        const row: AppliedMigration = {
+          id: migration.id,
+          name: migration.name,
+          appliedAt: yield* Clock.currentTimeMillis
+        }
         yield* backend.record(row)
         applied.push(row)
       }
@@ -354,41 +344,7 @@ export const makeWith = (backend: MigrationBackend, options: MigratorOptions = {
  * runs without the app's name transforms.
  */
 export const make = (options: MigratorOptions = {}): Effect.Effect<MigratorApi, never, SqlClient.SqlClient> =>
-  Effect.gen(function*() {
-    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-    const dialect = dialectOf(sql).syntax.name
-    const tables = tableNames(options.prefix)
-    const statements = bookkeepingStatements(dialect, tables)
-    const lock = yield* Effect.provideService(LeaseLock.make({ table: tables.migrationLocks }), SqlClient.SqlClient, sql)
-
-    const rows = (s: Statement) => sql.unsafe<Record<string, unknown>>(s.sql, s.params as Array<unknown>).withoutTransform
-    const exists = (table: string) => Effect.map(rows(statements.tableExists(table)), (r) => r.length > 0)
-    // CREATE TABLE IF NOT EXISTS can still fail when two sessions race on PostgreSQL (a
-    // duplicate in its type catalog); if the table is there afterwards, the other one won.
-    const createIfMissing = (table: string, create: Statement) =>
-      Effect.flatMap(exists(table), (present) =>
-        present
-          ? Effect.void
-          : rows(create).pipe(
-            Effect.asVoid,
-            Effect.catchAll((error) => Effect.flatMap(exists(table), (now) => now ? Effect.void : Effect.fail(error)))
-          ))
-
-    return makeWith({
-      tables,
-      lock,
-      inTransaction: LeaseLock.inTransaction,
-      prepare: Effect.zipRight(
-        createIfMissing(tables.migrations, statements.createMigrations),
-        createIfMissing(tables.migrationLocks, statements.createMigrationLocks)
-      ),
-      hasMigrationsTable: exists(tables.migrations),
-      applied: Effect.map(rows(statements.applied), (r) =>
-        r.map((x) => ({ id: Number(x.id), name: String(x.name), appliedAt: decodeEpochMs(x.applied_at) }))),
-      apply: (migration) => Effect.forEach(migration.statements(dialect, tables), rows, { discard: true }),
-      record: (row) => Effect.asVoid(rows(statements.record(row)))
-    }, options)
-  })
+  Effect.map(makeMigrationStore(options), (store) => makeWith(store, options))
 
 /** A layer providing `Migrator` over the current `SqlClient`. */
 export const layer = (options: MigratorOptions = {}): Layer.Layer<Migrator, never, SqlClient.SqlClient> =>
@@ -398,35 +354,8 @@ export const layer = (options: MigratorOptions = {}): Layer.Layer<Migrator, neve
 // Memory
 
 /** A migrator for the in-memory store: "creating" a table adds an empty map under its name. */
-export const makeMemory = (db: MemoryDatabaseApi, options: MigratorOptions = {}): MigratorApi => {
-  const tables = tableNames(options.prefix)
-  const exists = (table: string) => Effect.map(Ref.get(db.tables), (t) => t.has(table))
-  const create = (table: string) =>
-    Ref.update(db.tables, (t) => (t.has(table) ? t : new Map(t).set(table, new Map())))
-  const migrationsTable = <A>(
-    f: (rows: ReadonlyMap<string, AppliedMigration>) => readonly [A, ReadonlyMap<string, AppliedMigration>?]
-  ) => modifyTable(db, tables.migrations, f)
-
-  return makeWith({
-    tables,
-    lock: makeMemoryLeaseLock(db, { table: tables.migrationLocks }),
-    inTransaction: db.inTransaction,
-    prepare: Effect.zipRight(create(tables.migrations), create(tables.migrationLocks)),
-    hasMigrationsTable: exists(tables.migrations),
-    applied: migrationsTable((rows) => [[...rows.values()].sort((a, b) => a.id - b.id)]),
-    apply: (migration) => Effect.forEach(migration.memoryTables(tables), create, { discard: true }),
-    record: (row) =>
-      Effect.flatMap(
-        migrationsTable((rows) =>
-          rows.has(String(row.id)) ? [false] : [true, new Map(rows).set(String(row.id), row)]
-        ),
-        (inserted) =>
-          inserted
-            ? Effect.void
-            : Effect.fail(new SqlError({ message: `migration ${row.id} is recorded already`, cause: undefined }))
-      )
-  }, options)
-}
+export const makeMemory = (db: MemoryDatabaseApi, options: MigratorOptions = {}): MigratorApi =>
+  makeWith(makeMemoryMigrationStore(db, options), options)
 
 /** A layer providing `Migrator` for the `MemoryDatabase`. */
 export const memoryLayer = (options: MigratorOptions = {}): Layer.Layer<Migrator, never, MemoryDatabase> =>

@@ -1,5 +1,5 @@
 /** Every conformance suite, run on the postgres adapter. */
-import { badInputConformance } from "../conformance/badInput.ts"
+import { badInputConformance } from "../conformance/badInput/index.ts"
 import { exclusiveConformance } from "../conformance/exclusive.ts"
 import { jobConformance } from "../conformance/jobs.ts"
 import { leaseLockConformance } from "../conformance/leaseLock.ts"

@@ -25,12 +25,20 @@ const lease = (name: string) => Effect.flatMap(JobLeases, (l) => l.read(name))
  * catalog first: better-sqlite3's statement cache would remember a failed prepare.)
  */
 const held = (name: string) =>
-  Effect.flatMap(JobLeases, (l) =>
-    Effect.flatMap(l.tableExists, (exists) => (exists ? Effect.map(l.read(name), Option.isSome) : Effect.succeed(false))))
+  Effect.flatMap(
+    JobLeases,
+    (l) =>
+      Effect.flatMap(
+        l.tableExists,
+        (exists) => (exists ? Effect.map(l.read(name), Option.isSome) : Effect.succeed(false))
+      )
+  )
 
 /** Job types whose perform records what it saw and optionally waits on a gate. */
 const probes = Effect.gen(function*() {
-  const seen = yield* Ref.make<ReadonlyArray<{ readonly n: number | undefined; readonly lease: Option.Option<HeldLease> }>>([])
+  const seen = yield* Ref.make<
+    ReadonlyArray<{ readonly n: number | undefined; readonly lease: Option.Option<HeldLease> }>
+  >([])
   const gate = yield* Deferred.make<void>()
   const started = yield* Deferred.make<void>()
   const record = (payload: { readonly n?: number | undefined }, wait: boolean) =>
@@ -45,7 +53,12 @@ const probes = Effect.gen(function*() {
       }
     })
   const Report = define({ name: "Report", schema: Account, exclusive: true, perform: (p) => record(p, false) })
-  const Nightly = define({ name: "Nightly", schema: Account, concurrencyKey: "nightly-report", perform: (p) => record(p, false) })
+  const Nightly = define({
+    name: "Nightly",
+    schema: Account,
+    concurrencyKey: "nightly-report",
+    perform: (p) => record(p, false)
+  })
   const Sync = define({
     name: "Sync",
     schema: Account,
@@ -74,103 +87,153 @@ export const exclusiveConformance = (adapter: AdapterName) =>
           name: "Long",
           schema: Account,
           concurrencyKey: "k".repeat(120),
-          perform: () => Effect.flatMap(JobContext, (ctx) => Effect.flatMap(ctx.lease, (l) => Ref.set(longName, Option.map(l, (x) => x.name))))
+          perform: () =>
+            Effect.flatMap(
+              JobContext,
+              (ctx) => Effect.flatMap(ctx.lease, (l) => Ref.set(longName, Option.map(l, (x) => x.name)))
+            )
         })
-        yield* withJobs([p.Report, p.Nightly, p.Sync, Plain, Long], Effect.gen(function*() {
-          yield* TestClock.setTime(T0)
-          // a plain job never touches the lock table: with none there, it runs and none appears
-          const leases = yield* JobLeases
-          yield* (yield* TestDatabase).dropTable(leases.table)
-          const plain = yield* enqueue(Plain, { accountId: "x" })
-          expect(yield* processNext()).toMatchObject({ _tag: "Completed", job: { id: plain.id } })
-          expect(yield* leases.tableExists).toBe(false)
-          yield* enqueue(p.Sync, { accountId: "a1", n: 1 })
-          yield* TestClock.adjust(1)
-          yield* enqueue(p.Nightly, { accountId: "x", n: 2 })
-          yield* TestClock.adjust(1)
-          yield* enqueue(p.Report, { accountId: "x", n: 3 })
-          yield* processQueue({ limit: 0 })
-          const names = (yield* Ref.get(p.seen)).map((s) => Option.map(s.lease, (l) => l.name))
-          expect(names).toEqual([Option.some("key:acct-a1"), Option.some("key:nightly-report"), Option.some("job:Report")])
-          // a 120-character key is hashed to 68 characters starting key:
-          yield* enqueue(Long, { accountId: "x" })
-          expect(yield* processNext()).toMatchObject({ _tag: "Completed" })
-          const hashed = Option.getOrThrow(yield* Ref.get(longName))
-          expect(hashed).toHaveLength(68)
-          expect(hashed).toMatch(/^key:[0-9a-f]{64}$/)
-        }))
+        // tables of its own: it drops the lock table
+        yield* withJobs(
+          [p.Report, p.Nightly, p.Sync, Plain, Long],
+          Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            // a plain job never touches the lock table: with none there, it runs and none appears
+            const leases = yield* JobLeases
+            yield* (yield* TestDatabase).dropTable(leases.table)
+            const plain = yield* enqueue(Plain, { accountId: "x" })
+            expect(yield* processNext()).toMatchObject({ _tag: "Completed", job: { id: plain.id } })
+            expect(yield* leases.tableExists).toBe(false)
+            yield* enqueue(p.Sync, { accountId: "a1", n: 1 })
+            yield* TestClock.adjust(1)
+            yield* enqueue(p.Nightly, { accountId: "x", n: 2 })
+            yield* TestClock.adjust(1)
+            yield* enqueue(p.Report, { accountId: "x", n: 3 })
+            yield* processQueue({ limit: 0 })
+            const names = (yield* Ref.get(p.seen)).map((s) => Option.map(s.lease, (l) => l.name))
+            expect(names).toEqual([
+              Option.some("key:acct-a1"),
+              Option.some("key:nightly-report"),
+              Option.some("job:Report")
+            ])
+            // a 120-character key is hashed to 68 characters starting key:
+            yield* enqueue(Long, { accountId: "x" })
+            expect(yield* processNext()).toMatchObject({ _tag: "Completed" })
+            const hashed = Option.getOrThrow(yield* Ref.get(longName))
+            expect(hashed).toHaveLength(68)
+            expect(hashed).toMatch(/^key:[0-9a-f]{64}$/)
+          }),
+          { ownTables: true }
+        )
       }))
 
     it.effect("the lease is held during perform (owner = claim token, host = worker, expiry = now + window) and released after", () =>
       Effect.gen(function*() {
         const p = yield* probes
-        yield* withJobs([p.SlowSync], Effect.gen(function*() {
-          yield* TestClock.setTime(T0)
-          const { id } = yield* enqueue(p.SlowSync, { accountId: "a1" })
-          const fiber = yield* Effect.fork(processNext({ host: "host-1" }))
-          yield* Deferred.await(p.started)
-          const during = Option.getOrThrow(yield* lease("key:acct-a1"))
-          const claimed = yield* row(id)
-          expect(during).toEqual({ name: "key:acct-a1", owner: claimed.claimToken, host: "host-1", acquiredAt: T0, expiresAt: T0 + WINDOW })
-          expect((yield* Ref.get(p.seen))[0]!.lease).toEqual(Option.some({ name: "key:acct-a1", owner: claimed.claimToken, expiresAt: T0 + WINDOW }))
-          yield* Deferred.succeed(p.gate, undefined)
-          expect(yield* Fiber.join(fiber)).toMatchObject({ _tag: "Completed", leaseLost: false })
-          expect(yield* lease("key:acct-a1")).toEqual(Option.none())
-        }))
+        yield* withJobs(
+          [p.SlowSync],
+          Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            const { id } = yield* enqueue(p.SlowSync, { accountId: "a1" })
+            const fiber = yield* Effect.fork(processNext({ host: "host-1" }))
+            yield* Deferred.await(p.started)
+            const during = Option.getOrThrow(yield* lease("key:acct-a1"))
+            const claimed = yield* row(id)
+            expect(during).toEqual({
+              name: "key:acct-a1",
+              owner: claimed.claimToken,
+              host: "host-1",
+              acquiredAt: T0,
+              expiresAt: T0 + WINDOW
+            })
+            expect((yield* Ref.get(p.seen))[0]!.lease).toEqual(
+              Option.some({ name: "key:acct-a1", owner: claimed.claimToken, expiresAt: T0 + WINDOW })
+            )
+            yield* Deferred.succeed(p.gate, undefined)
+            expect(yield* Fiber.join(fiber)).toMatchObject({ _tag: "Completed", leaseLost: false })
+            expect(yield* lease("key:acct-a1")).toEqual(Option.none())
+          })
+        )
       }))
 
     it.effect("a lease held by another host stops the run: pending, attempt given back, run_at = now + min(remaining, 30 s)", () =>
       Effect.gen(function*() {
         const p = yield* probes
-        yield* withJobs([p.Sync], Effect.gen(function*() {
-          yield* TestClock.setTime(T0)
-          const leases = yield* JobLeases
-          yield* leases.ensureTable
-          yield* leases.tryAcquire({ name: "key:acct-a1", owner: "elsewhere", host: "host-9", now: T0, expiresAt: T0 + 12_500 })
-          const { id } = yield* enqueue(p.Sync, { accountId: "a1" })
-          const outcome = yield* processNext({ host: "host-1" })
-          expect(outcome).toMatchObject({ _tag: "Deferred", leaseName: "key:acct-a1", retryAt: T0 + 13 * SECOND, holder: "elsewhere" })
-          expect(yield* Ref.get(p.seen)).toEqual([])
-          expect(yield* row(id)).toMatchObject({ status: "pending", attempts: 0, claimToken: null, runAt: T0 + 13 * SECOND, leaseName: "key:acct-a1" })
-          // a long-held lease caps the wait at 30 s
-          yield* leases.renew({ name: "key:acct-a1", owner: "elsewhere", expiresAt: T0 + 3_600_000 })
-          yield* TestClock.adjust(13 * SECOND)
-          expect(yield* processNext()).toMatchObject({ _tag: "Deferred", retryAt: T0 + 43 * SECOND })
-        }))
+        yield* withJobs(
+          [p.Sync],
+          Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            const leases = yield* JobLeases
+            yield* leases.ensureTable
+            yield* leases.tryAcquire({
+              name: "key:acct-a1",
+              owner: "elsewhere",
+              host: "host-9",
+              now: T0,
+              expiresAt: T0 + 12_500
+            })
+            const { id } = yield* enqueue(p.Sync, { accountId: "a1" })
+            const outcome = yield* processNext({ host: "host-1" })
+            expect(outcome).toMatchObject({
+              _tag: "Deferred",
+              leaseName: "key:acct-a1",
+              retryAt: T0 + 13 * SECOND,
+              holder: "elsewhere"
+            })
+            expect(yield* Ref.get(p.seen)).toEqual([])
+            expect(yield* row(id)).toMatchObject({
+              status: "pending",
+              attempts: 0,
+              claimToken: null,
+              runAt: T0 + 13 * SECOND,
+              leaseName: "key:acct-a1"
+            })
+            // a long-held lease caps the wait at 30 s
+            yield* leases.renew({ name: "key:acct-a1", owner: "elsewhere", expiresAt: T0 + 3_600_000 })
+            yield* TestClock.adjust(13 * SECOND)
+            expect(yield* processNext()).toMatchObject({ _tag: "Deferred", retryAt: T0 + 43 * SECOND })
+          })
+        )
       }))
 
     it.effect("a permanently busy key never uses up retries (4 polls, maxRetries 1), and processQueue counts it as skipped", () =>
       Effect.gen(function*() {
         const p = yield* probes
-        yield* withJobs([p.Sync], Effect.gen(function*() {
-          yield* TestClock.setTime(T0)
-          const leases = yield* JobLeases
-          yield* leases.ensureTable
-          yield* leases.tryAcquire({ name: "key:acct-a1", owner: "elsewhere", now: T0, ttlMs: 3_600_000 })
-          const { id } = yield* enqueue(p.Sync, { accountId: "a1" })
-          for (let poll = 0; poll < 4; poll++) {
-            const tally = yield* processQueue({ limit: 10 })
-            expect(tally).toEqual({ processed: 0, failed: 0, skipped: 1, fenced: 0, leasesLost: 0, errors: [] })
-            yield* TestClock.adjust(30 * SECOND)
-          }
-          expect(yield* row(id)).toMatchObject({ status: "pending", attempts: 0, lastError: null })
-          expect(yield* Ref.get(p.seen)).toEqual([])
-        }))
+        yield* withJobs(
+          [p.Sync],
+          Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            const leases = yield* JobLeases
+            yield* leases.ensureTable
+            yield* leases.tryAcquire({ name: "key:acct-a1", owner: "elsewhere", now: T0, ttlMs: 3_600_000 })
+            const { id } = yield* enqueue(p.Sync, { accountId: "a1" })
+            for (let poll = 0; poll < 4; poll++) {
+              const tally = yield* processQueue({ limit: 10 })
+              expect(tally).toEqual({ processed: 0, failed: 0, skipped: 1, fenced: 0, leasesLost: 0, errors: [] })
+              yield* TestClock.adjust(30 * SECOND)
+            }
+            expect(yield* row(id)).toMatchObject({ status: "pending", attempts: 0, lastError: null })
+            expect(yield* Ref.get(p.seen)).toEqual([])
+          })
+        )
       }))
 
     it.effect("an expired lease is taken over and the job runs", () =>
       Effect.gen(function*() {
         const p = yield* probes
-        yield* withJobs([p.Report], Effect.gen(function*() {
-          yield* TestClock.setTime(T0)
-          const leases = yield* JobLeases
-          yield* leases.ensureTable
-          yield* leases.tryAcquire({ name: "job:Report", owner: "crashed", now: T0 - 10 * SECOND, expiresAt: T0 - 1 })
-          yield* enqueue(p.Report, { accountId: "x" })
-          expect(yield* processNext()).toMatchObject({ _tag: "Completed", leaseLost: false })
-          expect(yield* Ref.get(p.seen)).toHaveLength(1)
-          expect(yield* lease("job:Report")).toEqual(Option.none())
-        }))
+        yield* withJobs(
+          [p.Report],
+          Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            const leases = yield* JobLeases
+            yield* leases.ensureTable
+            yield* leases.tryAcquire({ name: "job:Report", owner: "crashed", now: T0 - 10 * SECOND, expiresAt: T0 - 1 })
+            yield* enqueue(p.Report, { accountId: "x" })
+            expect(yield* processNext()).toMatchObject({ _tag: "Completed", leaseLost: false })
+            expect(yield* Ref.get(p.seen)).toHaveLength(1)
+            expect(yield* lease("job:Report")).toEqual(Option.none())
+          })
+        )
       }))
 
     it.effect("heartbeat moves the lease's expiry forward, and it is released afterwards", () =>
@@ -189,39 +252,53 @@ export const exclusiveConformance = (adapter: AdapterName) =>
               yield* Deferred.succeed(beaten, undefined)
             })
         })
-        yield* withJobs([Beat], Effect.gen(function*() {
-          yield* TestClock.setTime(T0)
-          yield* enqueue(Beat, { accountId: "x" })
-          const fiber = yield* Effect.fork(processNext())
-          yield* eventually(held("job:Beat"))
-          expect(Option.getOrThrow(yield* lease("job:Beat")).expiresAt).toBe(T0 + 1200 * SECOND)
-          yield* settle
-          yield* TestClock.adjust("5 minutes")
-          yield* Deferred.succeed(gate, undefined)
-          yield* Deferred.await(beaten)
-          expect(Option.getOrThrow(yield* lease("job:Beat")).expiresAt).toBe(T0 + 300 * SECOND + 1200 * SECOND)
-          expect(yield* Fiber.join(fiber)).toMatchObject({ _tag: "Completed", leaseLost: false })
-          expect(yield* lease("job:Beat")).toEqual(Option.none())
-        }))
+        yield* withJobs(
+          [Beat],
+          Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            yield* enqueue(Beat, { accountId: "x" })
+            const fiber = yield* Effect.fork(processNext())
+            yield* eventually(held("job:Beat"))
+            expect(Option.getOrThrow(yield* lease("job:Beat")).expiresAt).toBe(T0 + 1200 * SECOND)
+            yield* settle
+            yield* TestClock.adjust("5 minutes")
+            yield* Deferred.succeed(gate, undefined)
+            yield* Deferred.await(beaten)
+            expect(Option.getOrThrow(yield* lease("job:Beat")).expiresAt).toBe(T0 + 300 * SECOND + 1200 * SECOND)
+            expect(yield* Fiber.join(fiber)).toMatchObject({ _tag: "Completed", leaseLost: false })
+            expect(yield* lease("job:Beat")).toEqual(Option.none())
+          })
+        )
       }))
 
     it.effect("a lease taken over during perform still completes the job, reports leaseLost, and the thief's row survives", () =>
       Effect.gen(function*() {
         const p = yield* probes
-        yield* withJobs([p.SlowSync], Effect.gen(function*() {
-          yield* TestClock.setTime(T0)
-          const { id } = yield* enqueue(p.SlowSync, { accountId: "a1" })
-          const fiber = yield* Effect.fork(processNext({ host: "host-1" }))
-          yield* Deferred.await(p.started)
-          const leases = yield* JobLeases
-          // a host whose clock runs past the lease's expiry takes it over
-          expect(yield* leases.tryAcquire({ name: "key:acct-a1", owner: "thief", host: "host-2", now: T0 + WINDOW + 1, ttlMs: 60_000 })).toBe(true)
-          yield* Deferred.succeed(p.gate, undefined)
-          const outcome = yield* Fiber.join(fiber)
-          expect(outcome).toMatchObject({ _tag: "Completed", leaseLost: true, job: { id } })
-          expect((yield* row(id)).status).toBe("completed")
-          expect(Option.getOrThrow(yield* lease("key:acct-a1"))).toMatchObject({ owner: "thief", host: "host-2" })
-        }))
+        yield* withJobs(
+          [p.SlowSync],
+          Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            const { id } = yield* enqueue(p.SlowSync, { accountId: "a1" })
+            const fiber = yield* Effect.fork(processNext({ host: "host-1" }))
+            yield* Deferred.await(p.started)
+            const leases = yield* JobLeases
+            // a host whose clock runs past the lease's expiry takes it over
+            expect(
+              yield* leases.tryAcquire({
+                name: "key:acct-a1",
+                owner: "thief",
+                host: "host-2",
+                now: T0 + WINDOW + 1,
+                ttlMs: 60_000
+              })
+            ).toBe(true)
+            yield* Deferred.succeed(p.gate, undefined)
+            const outcome = yield* Fiber.join(fiber)
+            expect(outcome).toMatchObject({ _tag: "Completed", leaseLost: true, job: { id } })
+            expect((yield* row(id)).status).toBe("completed")
+            expect(Option.getOrThrow(yield* lease("key:acct-a1"))).toMatchObject({ owner: "thief", host: "host-2" })
+          })
+        )
       }))
 
     it.effect("a lease taken over during a run that then times out is reported lost, and the thief's row survives", () =>
@@ -234,18 +311,34 @@ export const exclusiveConformance = (adapter: AdapterName) =>
           timeout: "10 seconds",
           perform: () => Effect.zipRight(Deferred.succeed(started, undefined), Effect.never)
         })
-        yield* withJobs([Stuck], Effect.gen(function*() {
-          yield* TestClock.setTime(T0)
-          const { id } = yield* enqueue(Stuck, { accountId: "x" })
-          const fiber = yield* Effect.fork(processNext({ host: "host-1" }))
-          yield* Deferred.await(started)
-          const leases = yield* JobLeases
-          expect(yield* leases.tryAcquire({ name: "job:Stuck", owner: "thief", host: "host-2", now: T0 + 10 * WINDOW, ttlMs: 60_000 })).toBe(true)
-          yield* settle
-          yield* TestClock.adjust("10 seconds")
-          expect(yield* Fiber.join(fiber)).toMatchObject({ _tag: "Failed", willRetry: true, leaseLost: true, job: { id } })
-          expect(Option.getOrThrow(yield* lease("job:Stuck"))).toMatchObject({ owner: "thief", host: "host-2" })
-        }))
+        yield* withJobs(
+          [Stuck],
+          Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            const { id } = yield* enqueue(Stuck, { accountId: "x" })
+            const fiber = yield* Effect.fork(processNext({ host: "host-1" }))
+            yield* Deferred.await(started)
+            const leases = yield* JobLeases
+            expect(
+              yield* leases.tryAcquire({
+                name: "job:Stuck",
+                owner: "thief",
+                host: "host-2",
+                now: T0 + 10 * WINDOW,
+                ttlMs: 60_000
+              })
+            ).toBe(true)
+            yield* settle
+            yield* TestClock.adjust("10 seconds")
+            expect(yield* Fiber.join(fiber)).toMatchObject({
+              _tag: "Failed",
+              willRetry: true,
+              leaseLost: true,
+              job: { id }
+            })
+            expect(Option.getOrThrow(yield* lease("job:Stuck"))).toMatchObject({ owner: "thief", host: "host-2" })
+          })
+        )
       }))
 
     it.effect("processQueue and tallies count a lost lease", () =>
@@ -255,56 +348,76 @@ export const exclusiveConformance = (adapter: AdapterName) =>
           schema: Account,
           exclusive: true,
           perform: () =>
-            Effect.flatMap(JobLeases, (l) => l.tryAcquire({ name: "job:Steal", owner: "thief", now: T0 + WINDOW + 1, ttlMs: 1000 }))
+            Effect.flatMap(JobLeases, (l) =>
+              l.tryAcquire({ name: "job:Steal", owner: "thief", now: T0 + WINDOW + 1, ttlMs: 1000 }))
         })
-        yield* withJobs([Steal], Effect.gen(function*() {
-          yield* TestClock.setTime(T0)
-          yield* enqueue(Steal, { accountId: "x" })
-          expect(yield* processQueue()).toEqual({ processed: 1, failed: 0, skipped: 0, fenced: 0, leasesLost: 1, errors: [] })
-        }))
+        yield* withJobs(
+          [Steal],
+          Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            yield* enqueue(Steal, { accountId: "x" })
+            expect(yield* processQueue()).toEqual({
+              processed: 1,
+              failed: 0,
+              skipped: 0,
+              fenced: 0,
+              leasesLost: 1,
+              errors: []
+            })
+          })
+        )
       }))
 
     it.effect("hand-off: when a run releases its key, the next waiting job runs at once, not 30 virtual seconds later", () =>
       Effect.gen(function*() {
         const p = yield* probes
-        yield* withJobs([p.SlowSync], Effect.gen(function*() {
-          yield* TestClock.setTime(T0)
-          const first = yield* enqueue(p.SlowSync, { accountId: "a1", n: 1 })
-          const running = yield* Effect.fork(processNext({ host: "w1" }))
-          yield* Deferred.await(p.started)
-          yield* TestClock.adjust(1)
-          const second = yield* enqueue(p.SlowSync, { accountId: "a1", n: 2 })
-          expect(yield* processNext({ host: "w2" })).toMatchObject({ _tag: "Deferred", retryAt: T0 + 1 + 30 * SECOND })
-          yield* Deferred.succeed(p.gate, undefined)
-          expect(yield* Fiber.join(running)).toMatchObject({ _tag: "Completed", job: { id: first.id } })
-          // no clock movement: the waiter was made due by the release
-          expect((yield* row(second.id)).runAt).toBe(T0 + 1)
-          expect(yield* processNext({ host: "w2" })).toMatchObject({ _tag: "Completed", job: { id: second.id } })
-          expect((yield* Ref.get(p.seen)).map((s) => s.n)).toEqual([1, 2])
-        }))
+        yield* withJobs(
+          [p.SlowSync],
+          Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            const first = yield* enqueue(p.SlowSync, { accountId: "a1", n: 1 })
+            const running = yield* Effect.fork(processNext({ host: "w1" }))
+            yield* Deferred.await(p.started)
+            yield* TestClock.adjust(1)
+            const second = yield* enqueue(p.SlowSync, { accountId: "a1", n: 2 })
+            expect(yield* processNext({ host: "w2" })).toMatchObject({
+              _tag: "Deferred",
+              retryAt: T0 + 1 + 30 * SECOND
+            })
+            yield* Deferred.succeed(p.gate, undefined)
+            expect(yield* Fiber.join(running)).toMatchObject({ _tag: "Completed", job: { id: first.id } })
+            // no clock movement: the waiter was made due by the release
+            expect((yield* row(second.id)).runAt).toBe(T0 + 1)
+            expect(yield* processNext({ host: "w2" })).toMatchObject({ _tag: "Completed", job: { id: second.id } })
+            expect((yield* Ref.get(p.seen)).map((s) => s.n)).toEqual([1, 2])
+          })
+        )
       }))
 
     it.effect("hand-off wakes only one of five waiters: the highest priority, then the oldest", () =>
       Effect.gen(function*() {
         const p = yield* probes
-        yield* withJobs([p.SlowSync], Effect.gen(function*() {
-          yield* TestClock.setTime(T0)
-          yield* enqueue(p.SlowSync, { accountId: "a1", n: 0 }, { priority: 100 })
-          const running = yield* Effect.fork(processNext({ host: "w1" }))
-          yield* Deferred.await(p.started)
-          const waiters = []
-          for (let n = 1; n <= 5; n++) {
-            yield* TestClock.adjust(1)
-            waiters.push(yield* enqueue(p.SlowSync, { accountId: "a1", n }, { priority: n === 4 ? 5 : 1 }))
-            expect(yield* processNext({ host: "w2" })).toMatchObject({ _tag: "Deferred" })
-          }
-          yield* Deferred.succeed(p.gate, undefined)
-          yield* Fiber.join(running)
-          const now = T0 + 5
-          const due = []
-          for (const w of waiters) if ((yield* row(w.id)).runAt <= now) due.push(w.id)
-          expect(due).toEqual([waiters[3]!.id])
-        }))
+        yield* withJobs(
+          [p.SlowSync],
+          Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            yield* enqueue(p.SlowSync, { accountId: "a1", n: 0 }, { priority: 100 })
+            const running = yield* Effect.fork(processNext({ host: "w1" }))
+            yield* Deferred.await(p.started)
+            const waiters = []
+            for (let n = 1; n <= 5; n++) {
+              yield* TestClock.adjust(1)
+              waiters.push(yield* enqueue(p.SlowSync, { accountId: "a1", n }, { priority: n === 4 ? 5 : 1 }))
+              expect(yield* processNext({ host: "w2" })).toMatchObject({ _tag: "Deferred" })
+            }
+            yield* Deferred.succeed(p.gate, undefined)
+            yield* Fiber.join(running)
+            const now = T0 + 5
+            const due = []
+            for (const w of waiters) if ((yield* row(w.id)).runAt <= now) due.push(w.id)
+            expect(due).toEqual([waiters[3]!.id])
+          })
+        )
       }))
 
     it.effect("onLeaseLost: interrupt stops perform when a heartbeat finds the lease lost; the attempt fails and is retried", () =>
@@ -316,27 +429,37 @@ export const exclusiveConformance = (adapter: AdapterName) =>
           exclusive: true,
           onLeaseLost: "interrupt",
           perform: () =>
-            Effect.forever(Effect.zipRight(Effect.zipRight(Effect.sleep("1 minute"), heartbeat), Ref.update(ran, (n) => n + 1)))
+            Effect.forever(
+              Effect.zipRight(Effect.zipRight(Effect.sleep("1 minute"), heartbeat), Ref.update(ran, (n) => n + 1))
+            )
         })
-        yield* withJobs([Careful], Effect.gen(function*() {
-          yield* TestClock.setTime(T0)
-          const { id } = yield* enqueue(Careful, { accountId: "x" })
-          const fiber = yield* Effect.fork(processNext())
-          yield* eventually(held("job:Careful"))
-          yield* settle
-          yield* TestClock.adjust("1 minute")
-          yield* eventually(Effect.map(Ref.get(ran), (n) => n === 1))
-          const leases = yield* JobLeases
-          yield* leases.tryAcquire({ name: "job:Careful", owner: "thief", now: T0 + 60 * SECOND + WINDOW + 1, ttlMs: 1000 })
-          yield* settle
-          yield* TestClock.adjust("1 minute")
-          const outcome = yield* Fiber.join(fiber)
-          expect(outcome).toMatchObject({ _tag: "Failed", willRetry: true, leaseLost: true })
-          if (outcome._tag === "Failed") expect(outcome.error).toContain("LeaseLostError")
-          expect(yield* Ref.get(ran)).toBe(1)
-          expect(yield* row(id)).toMatchObject({ status: "pending", attempts: 1 })
-          expect(Option.getOrThrow(yield* lease("job:Careful")).owner).toBe("thief")
-        }))
+        yield* withJobs(
+          [Careful],
+          Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            const { id } = yield* enqueue(Careful, { accountId: "x" })
+            const fiber = yield* Effect.fork(processNext())
+            yield* eventually(held("job:Careful"))
+            yield* settle
+            yield* TestClock.adjust("1 minute")
+            yield* eventually(Effect.map(Ref.get(ran), (n) => n === 1))
+            const leases = yield* JobLeases
+            yield* leases.tryAcquire({
+              name: "job:Careful",
+              owner: "thief",
+              now: T0 + 60 * SECOND + WINDOW + 1,
+              ttlMs: 1000
+            })
+            yield* settle
+            yield* TestClock.adjust("1 minute")
+            const outcome = yield* Fiber.join(fiber)
+            expect(outcome).toMatchObject({ _tag: "Failed", willRetry: true, leaseLost: true })
+            if (outcome._tag === "Failed") expect(outcome.error).toContain("LeaseLostError")
+            expect(yield* Ref.get(ran)).toBe(1)
+            expect(yield* row(id)).toMatchObject({ status: "pending", attempts: 1 })
+            expect(Option.getOrThrow(yield* lease("job:Careful")).owner).toBe("thief")
+          })
+        )
       }))
 
     it.effect("by default a lost lease found by a heartbeat is logged, not thrown, and perform carries on", () =>
@@ -347,16 +470,20 @@ export const exclusiveConformance = (adapter: AdapterName) =>
           exclusive: true,
           perform: () =>
             Effect.gen(function*() {
-              yield* Effect.flatMap(JobLeases, (l) => l.tryAcquire({ name: "job:Relaxed", owner: "thief", now: T0 + WINDOW + 1, ttlMs: 1000 }))
+              yield* Effect.flatMap(JobLeases, (l) =>
+                l.tryAcquire({ name: "job:Relaxed", owner: "thief", now: T0 + WINDOW + 1, ttlMs: 1000 }))
               yield* heartbeat
               yield* heartbeat
             })
         })
-        yield* withJobs([Relaxed], Effect.gen(function*() {
-          yield* TestClock.setTime(T0)
-          yield* enqueue(Relaxed, { accountId: "x" })
-          expect(yield* processNext()).toMatchObject({ _tag: "Completed", leaseLost: true })
-        }))
+        yield* withJobs(
+          [Relaxed],
+          Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            yield* enqueue(Relaxed, { accountId: "x" })
+            expect(yield* processNext()).toMatchObject({ _tag: "Completed", leaseLost: true })
+          })
+        )
       }))
 
     it.effect("a timed-out run leaves its lease to expire; the retry finds it busy and is deferred, not run in parallel", () =>
@@ -370,66 +497,83 @@ export const exclusiveConformance = (adapter: AdapterName) =>
           // ignores interruption, as a blocked call would
           perform: () => Effect.uninterruptible(Effect.zipRight(Ref.update(runs, (n) => n + 1), Effect.sleep("1 hour")))
         })
-        yield* withJobs([Stubborn], Effect.gen(function*() {
-          yield* TestClock.setTime(T0)
-          const { id } = yield* enqueue(Stubborn, { accountId: "x" })
-          const fiber = yield* Effect.fork(processNext())
-          yield* eventually(Effect.map(Ref.get(runs), (n) => n === 1))
-          yield* settle
-          yield* TestClock.adjust(10 * SECOND)
-          expect(yield* Fiber.join(fiber)).toMatchObject({ _tag: "Failed", willRetry: true })
-          expect(Option.isSome(yield* lease("job:Stubborn"))).toBe(true)
-          yield* TestClock.adjust(4 * SECOND)
-          expect(yield* processNext()).toMatchObject({ _tag: "Deferred", leaseName: "job:Stubborn" })
-          expect(yield* Ref.get(runs)).toBe(1)
-          expect(yield* row(id)).toMatchObject({ status: "pending", attempts: 1 })
-        }))
+        yield* withJobs(
+          [Stubborn],
+          Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            const { id } = yield* enqueue(Stubborn, { accountId: "x" })
+            const fiber = yield* Effect.fork(processNext())
+            yield* eventually(Effect.map(Ref.get(runs), (n) => n === 1))
+            yield* settle
+            yield* TestClock.adjust(10 * SECOND)
+            expect(yield* Fiber.join(fiber)).toMatchObject({ _tag: "Failed", willRetry: true })
+            expect(Option.isSome(yield* lease("job:Stubborn"))).toBe(true)
+            yield* TestClock.adjust(4 * SECOND)
+            expect(yield* processNext()).toMatchObject({ _tag: "Deferred", leaseName: "job:Stubborn" })
+            expect(yield* Ref.get(runs)).toBe(1)
+            expect(yield* row(id)).toMatchObject({ status: "pending", attempts: 1 })
+          })
+        )
       }))
 
     it.effect("a reaped exclusive job whose old attempt still holds the lease is deferred, not run in parallel", () =>
       Effect.gen(function*() {
         const p = yield* probes
-        yield* withJobs([p.SlowSync], Effect.gen(function*() {
-          yield* TestClock.setTime(T0)
-          const { id } = yield* enqueue(p.SlowSync, { accountId: "a1" })
-          const old = yield* Effect.fork(processNext({ host: "a" }))
-          yield* Deferred.await(p.started)
-          const oldToken = (yield* row(id)).claimToken!
-          // A host whose clock runs ahead reaps the row while the old attempt still runs; the
-          // old attempt's lease is live (as a renewal from its side would keep it).
-          yield* skewed(WINDOW + SECOND, processNext({ host: "b" }))
-          expect((yield* row(id)).status).toBe("pending")
-          yield* Effect.flatMap(JobLeases, (l) => l.renew({ name: "key:acct-a1", owner: oldToken, expiresAt: T0 + 2 * WINDOW }))
-          expect(yield* skewed(WINDOW + 10 * SECOND, processNext({ host: "c" }))).toMatchObject({ _tag: "Deferred", holder: oldToken })
-          expect(yield* Ref.get(p.seen)).toHaveLength(1)
-          expect(yield* row(id)).toMatchObject({ status: "pending", attempts: 1 })
-          yield* Deferred.succeed(p.gate, undefined)
-          expect(yield* Fiber.join(old)).toMatchObject({ _tag: "Fenced" })
-        }))
+        yield* withJobs(
+          [p.SlowSync],
+          Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            const { id } = yield* enqueue(p.SlowSync, { accountId: "a1" })
+            const old = yield* Effect.fork(processNext({ host: "a" }))
+            yield* Deferred.await(p.started)
+            const oldToken = (yield* row(id)).claimToken!
+            // A host whose clock runs ahead reaps the row while the old attempt still runs; the
+            // old attempt's lease is live (as a renewal from its side would keep it).
+            yield* skewed(WINDOW + SECOND, processNext({ host: "b" }))
+            expect((yield* row(id)).status).toBe("pending")
+            yield* Effect.flatMap(
+              JobLeases,
+              (l) => l.renew({ name: "key:acct-a1", owner: oldToken, expiresAt: T0 + 2 * WINDOW })
+            )
+            expect(yield* skewed(WINDOW + 10 * SECOND, processNext({ host: "c" }))).toMatchObject({
+              _tag: "Deferred",
+              holder: oldToken
+            })
+            expect(yield* Ref.get(p.seen)).toHaveLength(1)
+            expect(yield* row(id)).toMatchObject({ status: "pending", attempts: 1 })
+            yield* Deferred.succeed(p.gate, undefined)
+            expect(yield* Fiber.join(old)).toMatchObject({ _tag: "Fenced" })
+          })
+        )
       }))
 
     it.effect("inside a transaction, a missing lock table fails the attempt with the typed error; it is retried later and runs", () =>
       Effect.gen(function*() {
         const p = yield* probes
-        yield* withJobs([p.Report], Effect.gen(function*() {
-          const db = yield* TestDatabase
-          yield* TestClock.setTime(T0)
-          const { id } = yield* enqueue(p.Report, { accountId: "x" })
-          const leases = yield* JobLeases
-          // migrations create the lock table; without it (an app that never ran them for it),
-          // the first exclusive run creates it — but not inside a transaction
-          yield* db.dropTable(leases.table)
-          expect(yield* leases.tableExists).toBe(false)
-          const inside = yield* db.withTransaction(processNext())
-          expect(inside).toMatchObject({ _tag: "Failed", willRetry: true })
-          if (inside._tag === "Failed") {
-            expect(inside.error).toContain("LeaseTableInTransactionError")
-            expect(inside.error).toContain("CREATE TABLE")
-          }
-          expect(yield* leases.tableExists).toBe(false)
-          yield* TestClock.adjust(4 * SECOND)
-          expect(yield* processNext()).toMatchObject({ _tag: "Completed", job: { id } })
-          expect(yield* leases.tableExists).toBe(true)
-        }))
+        // tables of its own: it drops the lock table
+        yield* withJobs(
+          [p.Report],
+          Effect.gen(function*() {
+            const db = yield* TestDatabase
+            yield* TestClock.setTime(T0)
+            const { id } = yield* enqueue(p.Report, { accountId: "x" })
+            const leases = yield* JobLeases
+            // migrations create the lock table; without it (an app that never ran them for it),
+            // the first exclusive run creates it — but not inside a transaction
+            yield* db.dropTable(leases.table)
+            expect(yield* leases.tableExists).toBe(false)
+            const inside = yield* db.withTransaction(processNext())
+            expect(inside).toMatchObject({ _tag: "Failed", willRetry: true })
+            if (inside._tag === "Failed") {
+              expect(inside.error).toContain("LeaseTableInTransactionError")
+              expect(inside.error).toContain("CREATE TABLE")
+            }
+            expect(yield* leases.tableExists).toBe(false)
+            yield* TestClock.adjust(4 * SECOND)
+            expect(yield* processNext()).toMatchObject({ _tag: "Completed", job: { id } })
+            expect(yield* leases.tableExists).toBe(true)
+          }),
+          { ownTables: true }
+        )
       }))
   })

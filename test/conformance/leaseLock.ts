@@ -59,9 +59,19 @@ export const leaseLockConformance = (adapter: AdapterName) =>
         const expiresAt = T0 + MINUTE
         expect(yield* lock.tryAcquire({ name: "n", owner: "old", host: "h1", now: T0, expiresAt })).toBe(true)
         // at the very millisecond of expiry it is still held
-        expect(yield* lock.tryAcquire({ name: "n", owner: "new", host: "h2", now: expiresAt, expiresAt: expiresAt + MINUTE }))
+        expect(
+          yield* lock.tryAcquire({ name: "n", owner: "new", host: "h2", now: expiresAt, expiresAt: expiresAt + MINUTE })
+        )
           .toBe(false)
-        expect(yield* lock.tryAcquire({ name: "n", owner: "new", host: "h2", now: expiresAt + 1, expiresAt: expiresAt + MINUTE }))
+        expect(
+          yield* lock.tryAcquire({
+            name: "n",
+            owner: "new",
+            host: "h2",
+            now: expiresAt + 1,
+            expiresAt: expiresAt + MINUTE
+          })
+        )
           .toBe(true)
         expect(yield* lock.renew({ name: "n", owner: "old", expiresAt: expiresAt + 10 * MINUTE })).toBe(false)
         expect(yield* lock.release({ name: "n", owner: "old" })).toBe(false)
@@ -149,7 +159,9 @@ export const leaseLockConformance = (adapter: AdapterName) =>
         expect(yield* locks[0]!.tryAcquire({ name: "hot", owner: "stale", now: T0, expiresAt: T0 + 1000 })).toBe(true)
         const later = T0 + 5000
         const results = yield* Effect.all(
-          locks.map((lock, i) => lock.tryAcquire({ name: "hot", owner: `thief-${i}`, host: `h${i}`, now: later, ttlMs: MINUTE })),
+          locks.map((lock, i) =>
+            lock.tryAcquire({ name: "hot", owner: `thief-${i}`, host: `h${i}`, now: later, ttlMs: MINUTE })
+          ),
           { concurrency: "unbounded" }
         )
         expect(results.filter(Boolean)).toHaveLength(1)
@@ -225,7 +237,9 @@ export const leaseLockConformance = (adapter: AdapterName) =>
         const nul = yield* Effect.flip(lock.tryAcquire({ name: "a\u0000b", owner: "a", now: T0, ttlMs: 1 }))
         expect(nul).toMatchObject({ _tag: "LeaseInputError", field: "name" })
         // MySQL would compare `x` and `x ` as equal: a trailing space is refused everywhere
-        expect(yield* Effect.flip(lock.tryAcquire({ name: "x ", owner: "a", now: T0, ttlMs: 1 }))).toMatchObject({ field: "name" })
+        expect(yield* Effect.flip(lock.tryAcquire({ name: "x ", owner: "a", now: T0, ttlMs: 1 }))).toMatchObject({
+          field: "name"
+        })
         expect(yield* Effect.flip(lock.release({ name: "x", owner: "a " }))).toMatchObject({ field: "owner" })
         const nan = yield* Effect.flip(lock.tryAcquire({ name: "n", owner: "a", now: T0, ttlMs: Number.NaN }))
         expect(nan).toMatchObject({ _tag: "LeaseInputError", field: "expiresAt" })

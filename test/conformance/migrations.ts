@@ -39,7 +39,9 @@ const drive = (fibers: ReadonlyArray<Fiber.Fiber<unknown, unknown>>, stopAt = Nu
         idle = 0
         yield* TestClock.adjust(Math.min(Math.max(0, next - now), stopAt - now))
       } else if (++idle > 2_500) {
-        return yield* Effect.dieMessage("drive: no fiber is asleep, yet they have not ended (stuck, or waiting on something else)")
+        return yield* Effect.dieMessage(
+          "drive: no fiber is asleep, yet they have not ended (stuck, or waiting on something else)"
+        )
       } else {
         yield* realSleep(2)
       }
@@ -56,7 +58,18 @@ const driven = <A, E>(effect: Effect.Effect<A, E>) =>
 
 const job = (priority: number, uniqueKey: string): NewJob => {
   const id = randomUUID()
-  return { id, name: "t", queue: "default", payload: "{}", priority, maxRetries: 3, claimTimeout: 300, uniqueKey, runAt: T0, now: T0 }
+  return {
+    id,
+    name: "t",
+    queue: "default",
+    payload: "{}",
+    priority,
+    maxRetries: 3,
+    claimTimeout: 300,
+    uniqueKey,
+    runAt: T0,
+    now: T0
+  }
 }
 
 export const migrationConformance = (adapter: AdapterName) =>
@@ -71,7 +84,9 @@ export const migrationConformance = (adapter: AdapterName) =>
       return { db, prefix, tables, other }
     })
 
-    const allTables = (t: ReturnType<typeof tableNames>) => [t.jobs, t.hosts, t.jobLocks, t.migrations, t.migrationLocks]
+    const allTables = (
+      t: ReturnType<typeof tableNames>
+    ) => [t.jobs, t.hosts, t.jobLocks, t.migrations, t.migrationLocks]
 
     it.effect("run creates every table and records migration 1; status creates nothing", () =>
       Effect.gen(function*() {
@@ -125,8 +140,13 @@ export const migrationConformance = (adapter: AdapterName) =>
             expect(yield* store.insert(job(9, "k-low"))).toEqual({ id: low.id, duplicate: true })
             const claim = { queues: undefined, host: "h1", now: T0, timeoutCap: undefined }
             const first = yield* store.claim({ ...claim, claimToken: randomUUID(), hostCap: 1 })
-            expect(first).toMatchObject({ _tag: "Claimed", job: { id: high.id, status: "processing", attempts: 1, claimedBy: "h1" } })
-            expect(yield* store.claim({ ...claim, claimToken: randomUUID(), hostCap: 1 })).toMatchObject({ _tag: "Capped" })
+            expect(first).toMatchObject({
+              _tag: "Claimed",
+              job: { id: high.id, status: "processing", attempts: 1, claimedBy: "h1" }
+            })
+            expect(yield* store.claim({ ...claim, claimToken: randomUUID(), hostCap: 1 })).toMatchObject({
+              _tag: "Capped"
+            })
             expect(yield* store.claim({ ...claim, claimToken: randomUUID(), hostCap: undefined })).toMatchObject({
               _tag: "Claimed",
               job: { id: low.id }
@@ -177,7 +197,11 @@ export const migrationConformance = (adapter: AdapterName) =>
             yield* Deferred.succeed(holds, undefined)
             yield* Deferred.await(gate)
           })
-        const [a, b] = yield* db.migratorsApart([{ prefix, host: "host-a", onStep }, { prefix, host: "host-b", onStep }])
+        const [a, b] = yield* db.migratorsApart([{ prefix, host: "host-a", onStep }, {
+          prefix,
+          host: "host-b",
+          onStep
+        }])
         const runs = [yield* Effect.fork(a!.run), yield* Effect.fork(b!.run)]
         yield* Deferred.await(holds)
         // The winner is inside its first step; the other polls once a second meanwhile.
@@ -203,7 +227,9 @@ export const migrationConformance = (adapter: AdapterName) =>
         const { db, prefix, tables, other } = yield* fresh
         yield* TestClock.setTime(T0)
         yield* other.ensureTable
-        expect(yield* other.tryAcquire({ name: "migrate", owner: "other-owner", host: "other-host", ttlMs: 10 * MINUTE })).toBe(true)
+        expect(
+          yield* other.tryAcquire({ name: "migrate", owner: "other-owner", host: "other-host", ttlMs: 10 * MINUTE })
+        ).toBe(true)
         const m = yield* db.migrator({ prefix, host: "me" })
 
         const error = yield* driven(Effect.flip(m.run))
@@ -225,7 +251,10 @@ export const migrationConformance = (adapter: AdapterName) =>
         // nothing applied, and the holder's lease untouched
         expect(yield* db.tableExists(tables.jobs)).toBe(false)
         expect((yield* m.status).pending.map((p) => p.id)).toEqual([1])
-        expect(Option.getOrThrow(yield* other.read("migrate"))).toMatchObject({ owner: "other-owner", expiresAt: T0 + 10 * MINUTE })
+        expect(Option.getOrThrow(yield* other.read("migrate"))).toMatchObject({
+          owner: "other-owner",
+          expiresAt: T0 + 10 * MINUTE
+        })
       }))
 
     it.effect("a waiting run takes the lock once the holder releases it", () =>
@@ -233,7 +262,9 @@ export const migrationConformance = (adapter: AdapterName) =>
         const { db, prefix, other } = yield* fresh
         yield* TestClock.setTime(T0)
         yield* other.ensureTable
-        expect(yield* other.tryAcquire({ name: "migrate", owner: "other-owner", host: "other-host", ttlMs: 10 * MINUTE })).toBe(true)
+        expect(
+          yield* other.tryAcquire({ name: "migrate", owner: "other-owner", host: "other-host", ttlMs: 10 * MINUTE })
+        ).toBe(true)
         const m = yield* db.migrator({ prefix, host: "me", lockTimeout: "2 minutes" })
         const run = yield* Effect.fork(m.run)
         yield* drive([run], T0 + 30 * SECOND)
@@ -251,14 +282,34 @@ export const migrationConformance = (adapter: AdapterName) =>
         const { db, prefix, other } = yield* fresh
         yield* TestClock.setTime(T0)
         yield* other.ensureTable
-        expect(yield* other.tryAcquire({ name: "migrate", owner: "dead", host: "dead-host", now: T0 - 2 * MINUTE, ttlMs: MINUTE })).toBe(true)
-        const seen = yield* Ref.make(Option.none<{ readonly owner: string; readonly holder: string | null; readonly host: string | null }>())
+        expect(
+          yield* other.tryAcquire({
+            name: "migrate",
+            owner: "dead",
+            host: "dead-host",
+            now: T0 - 2 * MINUTE,
+            ttlMs: MINUTE
+          })
+        ).toBe(true)
+        const seen = yield* Ref.make(
+          Option.none<{ readonly owner: string; readonly holder: string | null; readonly host: string | null }>()
+        )
         const m = yield* db.migrator({
           prefix,
           host: "me",
           onStep: (step) =>
-            Effect.flatMap(Effect.orDie(other.read("migrate")), (row) =>
-              Ref.set(seen, Option.some({ owner: step.owner, holder: Option.getOrThrow(row).owner, host: Option.getOrThrow(row).host })))
+            Effect.flatMap(
+              Effect.orDie(other.read("migrate")),
+              (row) =>
+                Ref.set(
+                  seen,
+                  Option.some({
+                    owner: step.owner,
+                    holder: Option.getOrThrow(row).owner,
+                    host: Option.getOrThrow(row).host
+                  })
+                )
+            )
         })
         const result = yield* driven(m.run)
         expect(result.applied.map((a) => a.id)).toEqual([1])
@@ -281,7 +332,15 @@ export const migrationConformance = (adapter: AdapterName) =>
           // Another process, whose clock is past our lease's expiry, takes it over.
           onStep: () =>
             Effect.flatMap(
-              Effect.orDie(other.tryAcquire({ name: "migrate", owner: "thief", host: "thief-host", now: T0 + MINUTE + 1, ttlMs: 10 * MINUTE })),
+              Effect.orDie(
+                other.tryAcquire({
+                  name: "migrate",
+                  owner: "thief",
+                  host: "thief-host",
+                  now: T0 + MINUTE + 1,
+                  ttlMs: 10 * MINUTE
+                })
+              ),
               (took) => Ref.set(stolen, took)
             )
         })
@@ -309,7 +368,9 @@ export const migrationConformance = (adapter: AdapterName) =>
         const { db, prefix, other } = yield* fresh
         yield* TestClock.setTime(T0)
         const noop: Migration = { id: 2, name: "no-op", statements: () => [], memoryTables: () => [] }
-        const rows = yield* Ref.make<ReadonlyArray<{ readonly step: number; readonly acquiredAt: number; readonly expiresAt: number }>>([])
+        const rows = yield* Ref.make<
+          ReadonlyArray<{ readonly step: number; readonly acquiredAt: number; readonly expiresAt: number }>
+        >([])
         const m = yield* db.migrator({
           prefix,
           host: "me",
@@ -318,7 +379,10 @@ export const migrationConformance = (adapter: AdapterName) =>
           onStep: (step) =>
             Effect.gen(function*() {
               const row = Option.getOrThrow(yield* Effect.orDie(other.read("migrate")))
-              yield* Ref.update(rows, (r) => [...r, { step: step.migration.id, acquiredAt: row.acquiredAt, expiresAt: row.expiresAt }])
+              yield* Ref.update(
+                rows,
+                (r) => [...r, { step: step.migration.id, acquiredAt: row.acquiredAt, expiresAt: row.expiresAt }]
+              )
               // each step takes 40 s: without renewal the lease would have expired by step 2's end
               yield* TestClock.adjust(40 * SECOND)
             })
@@ -356,7 +420,11 @@ export const migrationConformance = (adapter: AdapterName) =>
           prefix,
           host: "me",
           lockTtl: MINUTE,
-          onStep: (step) => Effect.flatMap(Effect.orDie(m.status), (s) => Ref.set(during, Option.some({ owner: step.owner, lock: s.lock })))
+          onStep: (step) =>
+            Effect.flatMap(
+              Effect.orDie(m.status),
+              (s) => Ref.set(during, Option.some({ owner: step.owner, lock: s.lock }))
+            )
         })
         const result = yield* watched.run
         expect(Option.getOrThrow(yield* Ref.get(during))).toEqual({
@@ -374,7 +442,15 @@ export const migrationConformance = (adapter: AdapterName) =>
         })
 
         // held by another process for 5 s
-        expect(yield* other.tryAcquire({ name: "migrate", owner: "o", host: "h", now: T0 - 5 * SECOND, expiresAt: T0 + 55 * SECOND })).toBe(true)
+        expect(
+          yield* other.tryAcquire({
+            name: "migrate",
+            owner: "o",
+            host: "h",
+            now: T0 - 5 * SECOND,
+            expiresAt: T0 + 55 * SECOND
+          })
+        ).toBe(true)
         expect((yield* m.status).lock).toEqual({
           held: true,
           expired: false,
@@ -388,7 +464,13 @@ export const migrationConformance = (adapter: AdapterName) =>
         yield* TestClock.adjust(55 * SECOND)
         expect((yield* m.status).lock).toMatchObject({ held: true, expired: false, expiresInMs: 0 })
         yield* TestClock.adjust(1)
-        expect((yield* m.status).lock).toMatchObject({ held: false, expired: true, owner: "o", heldForMs: MINUTE + 1, expiresInMs: -1 })
+        expect((yield* m.status).lock).toMatchObject({
+          held: false,
+          expired: true,
+          owner: "o",
+          heldForMs: MINUTE + 1,
+          expiresInMs: -1
+        })
       }))
 
     it.effect("unlock removes only an expired lease; with force, a live one too", () =>
@@ -425,9 +507,13 @@ export const migrationConformance = (adapter: AdapterName) =>
         const migrationLocks = yield* db.leaseLock(tables.migrationLocks)
         // a live job lease that happens to be named "migrate"
         yield* jobLocks.ensureTable
-        expect(yield* jobLocks.tryAcquire({ name: "migrate", owner: "job-owner", host: "job-host", ttlMs: 10 * MINUTE })).toBe(true)
+        expect(
+          yield* jobLocks.tryAcquire({ name: "migrate", owner: "job-owner", host: "job-host", ttlMs: 10 * MINUTE })
+        ).toBe(true)
 
-        const during = yield* Ref.make(Option.none<{ readonly ours: Option.Option<string>; readonly job: Option.Option<string> }>())
+        const during = yield* Ref.make(
+          Option.none<{ readonly ours: Option.Option<string>; readonly job: Option.Option<string> }>()
+        )
         const m = yield* db.migrator({
           prefix,
           host: "me",
@@ -443,7 +529,10 @@ export const migrationConformance = (adapter: AdapterName) =>
         expect((yield* m.status).lock.held).toBe(false)
         const result = yield* driven(m.run)
         expect(yield* Clock.currentTimeMillis).toBe(T0) // it did not wait for the job lease
-        expect(Option.getOrThrow(yield* Ref.get(during))).toEqual({ ours: Option.some(result.owner), job: Option.some("job-owner") })
+        expect(Option.getOrThrow(yield* Ref.get(during))).toEqual({
+          ours: Option.some(result.owner),
+          job: Option.some("job-owner")
+        })
         expect(yield* migrationLocks.ownerOf("migrate")).toEqual(Option.none())
         expect(yield* jobLocks.ownerOf("migrate")).toEqual(Option.some("job-owner"))
         // unlock --force clears the migration lock only

@@ -1,6 +1,7 @@
 /**
  * Hosts and the long-running worker (docs/behaviour.md §9) on every adapter: per-host cap, drain and
- * resume, tick, and the worker layer's loop and graceful shutdown.
+ * resume, tick, and the worker layer's loop and graceful shutdown. Bad worker options are refused
+ * before any store call: that runs once, in test/unit/workerOptions.test.ts.
  */
 import { expect, layer } from "@effect/vitest"
 import { Context, Deferred, Effect, Exit, Fiber, Layer, Metric, Option, Ref, Scope, TestClock } from "effect"
@@ -15,8 +16,10 @@ const T0 = 1_791_039_632_175
 
 const row = (id: string) => Effect.flatMap(JobStore, (s) => Effect.map(s.get(id), Option.getOrThrow))
 const withLog = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.flatMap(Ref.make<ReadonlyArray<{ id: string; n: number; attempt: number }>>([]), (log) =>
-    Effect.provideService(effect, RunLog, log))
+  Effect.flatMap(
+    Ref.make<ReadonlyArray<{ id: string; n: number; attempt: number }>>([]),
+    (log) => Effect.provideService(effect, RunLog, log)
+  )
 
 export const workerConformance = (adapter: AdapterName) =>
   layer(layerFor(adapter, "wk"), { timeout: 180_000 })(`Hosts and worker conformance on ${adapter}`, (it) => {
@@ -24,167 +27,210 @@ export const workerConformance = (adapter: AdapterName) =>
       Effect.gen(function*() {
         const gate = yield* Deferred.make<void>()
         const Hold = gated("hold", gate)
-        yield* withJobs([Hold, Ok], withLog(Effect.gen(function*() {
-          yield* TestClock.setTime(T0)
-          for (let n = 0; n < 4; n++) yield* enqueue(Hold, { n }, { priority: 10 })
-          yield* enqueue(Ok, { n: 99 })
-          const store = yield* JobStore
-          const a1 = yield* Effect.fork(Worker.processNext({ host: "a", hostCap: 2 }))
-          const a2 = yield* Effect.fork(Worker.processNext({ host: "a", hostCap: 2 }))
-          const b1 = yield* Effect.fork(Worker.processNext({ host: "b", hostCap: 2 }))
-          yield* eventually(Effect.map(store.list({ status: "processing", limit: 10 }), (r) => r.length === 3))
-          expect(yield* Worker.processNext({ host: "a", hostCap: 2 })).toEqual(Worker.ProcessResult.Capped({ running: 2 }))
-          // b has one running: room for one more
-          const b2 = yield* Effect.fork(Worker.processNext({ host: "b", hostCap: 2 }))
-          yield* eventually(Effect.map(store.list({ status: "processing", limit: 10 }), (r) => r.length === 4))
-          expect(yield* Worker.processNext({ host: "b", hostCap: 2 })).toMatchObject({ _tag: "Capped" })
-          // without a cap, a runs the plain job
-          expect(yield* Worker.processNext({ host: "a" })).toMatchObject({ _tag: "Completed", job: { name: "ok" } })
-          yield* Deferred.succeed(gate, undefined)
-          for (const f of [a1, a2, b1, b2]) expect(yield* Fiber.join(f)).toMatchObject({ _tag: "Completed" })
-        })))
+        yield* withJobs(
+          [Hold, Ok],
+          withLog(Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            for (let n = 0; n < 4; n++) yield* enqueue(Hold, { n }, { priority: 10 })
+            yield* enqueue(Ok, { n: 99 })
+            const store = yield* JobStore
+            const a1 = yield* Effect.fork(Worker.processNext({ host: "a", hostCap: 2 }))
+            const a2 = yield* Effect.fork(Worker.processNext({ host: "a", hostCap: 2 }))
+            const b1 = yield* Effect.fork(Worker.processNext({ host: "b", hostCap: 2 }))
+            yield* eventually(Effect.map(store.list({ status: "processing", limit: 10 }), (r) => r.length === 3))
+            expect(yield* Worker.processNext({ host: "a", hostCap: 2 })).toEqual(
+              Worker.ProcessResult.Capped({ running: 2 })
+            )
+            // b has one running: room for one more
+            const b2 = yield* Effect.fork(Worker.processNext({ host: "b", hostCap: 2 }))
+            yield* eventually(Effect.map(store.list({ status: "processing", limit: 10 }), (r) => r.length === 4))
+            expect(yield* Worker.processNext({ host: "b", hostCap: 2 })).toMatchObject({ _tag: "Capped" })
+            // without a cap, a runs the plain job
+            expect(yield* Worker.processNext({ host: "a" })).toMatchObject({ _tag: "Completed", job: { name: "ok" } })
+            yield* Deferred.succeed(gate, undefined)
+            for (const f of [a1, a2, b1, b2]) expect(yield* Fiber.join(f)).toMatchObject({ _tag: "Completed" })
+          }))
+        )
       }))
 
     it.effect("per-host cap holds under concurrent claims on one host", () =>
       Effect.gen(function*() {
         const gate = yield* Deferred.make<void>()
         const Hold = gated("hold", gate)
-        yield* withJobs([Hold], Effect.gen(function*() {
-          yield* TestClock.setTime(T0)
-          for (let n = 0; n < 10; n++) yield* enqueue(Hold, { n })
-          const fibers = yield* Effect.forEach(Array.from({ length: 10 }), () => Effect.fork(Worker.processNext({ host: "a", hostCap: 3 })))
-          const store = yield* JobStore
-          const results = []
-          // the capped ones return; the claimed ones wait on the gate
-          yield* eventually(Effect.map(Effect.forEach(fibers, Fiber.poll), (p) => p.filter(Option.isSome).length === 7))
-          expect((yield* store.list({ status: "processing", limit: 20 })).length).toBe(3)
-          yield* Deferred.succeed(gate, undefined)
-          for (const f of fibers) results.push((yield* Fiber.join(f))._tag)
-          expect(results.filter((t) => t === "Completed")).toHaveLength(3)
-          expect(results.filter((t) => t === "Capped")).toHaveLength(7)
-        }))
+        yield* withJobs(
+          [Hold],
+          Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            for (let n = 0; n < 10; n++) yield* enqueue(Hold, { n })
+            const fibers = yield* Effect.forEach(Array.from({ length: 10 }), () =>
+              Effect.fork(Worker.processNext({ host: "a", hostCap: 3 })))
+            const store = yield* JobStore
+            const results = []
+            // the capped ones return; the claimed ones wait on the gate
+            yield* eventually(Effect.map(Effect.forEach(fibers, Fiber.poll), (p) =>
+              p.filter(Option.isSome).length === 7))
+            expect((yield* store.list({ status: "processing", limit: 20 })).length).toBe(3)
+            yield* Deferred.succeed(gate, undefined)
+            for (const f of fibers) results.push((yield* Fiber.join(f))._tag)
+            expect(results.filter((t) => t === "Completed")).toHaveLength(3)
+            expect(results.filter((t) => t === "Capped")).toHaveLength(7)
+          })
+        )
       }))
 
     it.effect("drain blocks, resume lifts, an expired drain counts as resumed; a draining host still reaps", () =>
-      withJobs([Ok], withLog(Effect.gen(function*() {
-        yield* TestClock.setTime(T0)
-        const { id } = yield* enqueue(Ok, { n: 1 })
-        yield* Worker.drain({ host: "a" })
-        expect(yield* Worker.processNext({ host: "a" })).toEqual(Worker.ProcessResult.Draining({ until: null }))
-        expect((yield* row(id)).status).toBe("pending")
-        // another host is not drained
-        yield* Worker.resume({ host: "a" })
-        yield* Worker.drain({ host: "a", expiresIn: "1 minute" })
-        expect(yield* Worker.processNext({ host: "a" })).toEqual(Worker.ProcessResult.Draining({ until: T0 + 60_000 }))
-        yield* TestClock.adjust("61 seconds")
-        expect(yield* Worker.processNext({ host: "a" })).toMatchObject({ _tag: "Completed" })
-        // a draining tick still reaps: a stale processing row is taken back
-        const store = yield* JobStore
-        const stale = yield* enqueue(Ok, { n: 2 })
-        const claimed = yield* store.claim({ queues: undefined, host: "gone", now: T0 + 61_000, claimToken: "t-gone", timeoutCap: undefined, hostCap: undefined })
-        expect(claimed).toMatchObject({ _tag: "Claimed", job: { id: stale.id } })
-        yield* Worker.drain({ host: "a" })
-        yield* TestClock.adjust("1 hour")
-        const t = yield* Worker.tick({ host: "a", maxJobs: 5 })
-        expect(t).toMatchObject({ host: "a", draining: true, reaped: 1, processed: 0 })
-        expect((yield* row(stale.id)).status).toBe("pending")
-      }))))
+      withJobs(
+        [Ok],
+        withLog(Effect.gen(function*() {
+          yield* TestClock.setTime(T0)
+          const { id } = yield* enqueue(Ok, { n: 1 })
+          yield* Worker.drain({ host: "a" })
+          expect(yield* Worker.processNext({ host: "a" })).toEqual(Worker.ProcessResult.Draining({ until: null }))
+          expect((yield* row(id)).status).toBe("pending")
+          // another host is not drained
+          yield* Worker.resume({ host: "a" })
+          yield* Worker.drain({ host: "a", expiresIn: "1 minute" })
+          expect(yield* Worker.processNext({ host: "a" })).toEqual(
+            Worker.ProcessResult.Draining({ until: T0 + 60_000 })
+          )
+          yield* TestClock.adjust("61 seconds")
+          expect(yield* Worker.processNext({ host: "a" })).toMatchObject({ _tag: "Completed" })
+          // a draining tick still reaps: a stale processing row is taken back
+          const store = yield* JobStore
+          const stale = yield* enqueue(Ok, { n: 2 })
+          const claimed = yield* store.claim({
+            queues: undefined,
+            host: "gone",
+            now: T0 + 61_000,
+            claimToken: "t-gone",
+            timeoutCap: undefined,
+            hostCap: undefined
+          })
+          expect(claimed).toMatchObject({ _tag: "Claimed", job: { id: stale.id } })
+          yield* Worker.drain({ host: "a" })
+          yield* TestClock.adjust("1 hour")
+          const t = yield* Worker.tick({ host: "a", maxJobs: 5 })
+          expect(t).toMatchObject({ host: "a", draining: true, reaped: 1, processed: 0 })
+          expect((yield* row(stale.id)).status).toBe("pending")
+        }))
+      ))
 
     it.effect("tick registers the host, runs up to maxJobs, and never counts a deferral as a failure", () => {
-      const Excl = define({ name: "excl", schema: Payload, concurrencyKeyFor: (p) => p.key, perform: () => Effect.void })
-      return withJobs([Ok, Excl], withLog(Effect.gen(function*() {
-        yield* TestClock.setTime(T0)
-        const store = yield* JobStore
-        for (let n = 0; n < 5; n++) yield* enqueue(Ok, { n })
-        const t = yield* Worker.tick({ host: "ticker", maxJobs: 3, codeVersion: "v1" })
-        expect(t).toEqual({ host: "ticker", processed: 3, failed: 0, fenced: 0, deferred: 0, leasesLost: 0, reaped: 0, capped: false, draining: false })
-        expect(Option.getOrThrow(yield* store.getHost("ticker"))).toMatchObject({ host: "ticker", codeVersion: "v1", draining: false })
-        // a busy key: deferred, not failed
-        yield* enqueue(Excl, { n: 1, key: "k" })
-        const l = yield* JobLeases
-        yield* l.ensureTable
-        yield* l.tryAcquire({ name: "key:k", owner: "other", now: T0, ttlMs: 60_000 })
-        const t2 = yield* Worker.tick({ host: "ticker", maxJobs: 10 })
-        expect(t2).toMatchObject({ processed: 2, failed: 0, deferred: 1 })
-      })))
+      const Excl = define({
+        name: "excl",
+        schema: Payload,
+        concurrencyKeyFor: (p) => p.key,
+        perform: () => Effect.void
+      })
+      return withJobs(
+        [Ok, Excl],
+        withLog(Effect.gen(function*() {
+          yield* TestClock.setTime(T0)
+          const store = yield* JobStore
+          for (let n = 0; n < 5; n++) yield* enqueue(Ok, { n })
+          const t = yield* Worker.tick({ host: "ticker", maxJobs: 3, codeVersion: "v1" })
+          expect(t).toEqual({
+            host: "ticker",
+            processed: 3,
+            failed: 0,
+            fenced: 0,
+            deferred: 0,
+            leasesLost: 0,
+            reaped: 0,
+            capped: false,
+            draining: false
+          })
+          expect(Option.getOrThrow(yield* store.getHost("ticker"))).toMatchObject({
+            host: "ticker",
+            codeVersion: "v1",
+            draining: false
+          })
+          // a busy key: deferred, not failed
+          yield* enqueue(Excl, { n: 1, key: "k" })
+          const l = yield* JobLeases
+          yield* l.ensureTable
+          yield* l.tryAcquire({ name: "key:k", owner: "other", now: T0, ttlMs: 60_000 })
+          const t2 = yield* Worker.tick({ host: "ticker", maxJobs: 10 })
+          expect(t2).toMatchObject({ processed: 2, failed: 0, deferred: 1 })
+        }))
+      )
     })
 
-    it.effect("bad worker options fail with a typed WorkerConfigError and change nothing", () =>
-      withJobs([Ok], withLog(Effect.gen(function*() {
-        const { id } = yield* enqueue(Ok, { n: 1 })
-        const bad: ReadonlyArray<Effect.Effect<unknown, { readonly _tag: string }, Worker.WorkerServices | RunLog>> = [
-          Worker.processNext({ timeoutCap: Number.NaN }),
-          Worker.processNext({ timeoutCap: -5 }),
-          Worker.processNext({ hostCap: -1 }),
-          Worker.processNext({ hostCap: 1.5 }),
-          Worker.processNext({ host: "h".repeat(256) }),
-          Worker.processQueue({ reapLimit: 0 }),
-          Effect.scoped(Worker.make({ concurrency: 0 })),
-          Effect.scoped(Worker.make({ pollInterval: Number.POSITIVE_INFINITY })),
-          Effect.scoped(Worker.make({ gracePeriod: -1 }))
-        ]
-        for (const effect of bad) {
-          const error = yield* Effect.flip(effect)
-          expect(error._tag).toBe("WorkerConfigError")
-        }
-        expect((yield* row(id)).status).toBe("pending")
-      }))))
+    it.effect("the worker layer drains the queue with several fibers and stops cleanly when its scope closes", () => (
+      withJobs(
+        [Ok],
+        withLog(Effect.gen(function*() {
+          for (let n = 0; n < 30; n++) yield* enqueue(Ok, { n })
+          const completedBefore = (yield* Metric.value(Metrics.completed)).count
+          const scope = yield* Scope.make()
+          const context = yield* Layer.buildWithScope(
+            Worker.layer({ host: "lw", concurrency: 3, pollInterval: "20 millis" }),
+            scope
+          )
+          const api = Context.get(context, Worker.WorkerHandle)
+          // idle fibers sleep a poll interval on the TestClock: move it along while waiting
+          yield* eventually(
+            Effect.zipRight(TestClock.adjust("20 millis"), Effect.map(api.stats, (s) => s.processed === 30))
+          )
+          yield* Scope.close(scope, Exit.void)
+          const log = yield* Effect.flatMap(RunLog, Ref.get)
+          expect(new Set(log.map((r) => r.n)).size).toBe(30)
+          expect((yield* api.stats).running).toBe(0)
+          // the metrics saw them too (counters are process-wide, so at least these 30)
+          expect((yield* Metric.value(Metrics.completed)).count - completedBefore).toBeGreaterThanOrEqual(30)
+        }))
+      )
+    ))
 
-    it.effect("the worker layer drains the queue with several fibers and stops cleanly when its scope closes", () =>
-      (
-      withJobs([Ok], withLog(Effect.gen(function*() {
-        for (let n = 0; n < 30; n++) yield* enqueue(Ok, { n })
-        const completedBefore = (yield* Metric.value(Metrics.completed)).count
-        const scope = yield* Scope.make()
-        const context = yield* Layer.buildWithScope(Worker.layer({ host: "lw", concurrency: 3, pollInterval: "20 millis" }), scope)
-        const api = Context.get(context, Worker.WorkerHandle)
-        // idle fibers sleep a poll interval on the TestClock: move it along while waiting
-        yield* eventually(Effect.zipRight(TestClock.adjust("20 millis"), Effect.map(api.stats, (s) => s.processed === 30)))
-        yield* Scope.close(scope, Exit.void)
-        const log = yield* Effect.flatMap(RunLog, Ref.get)
-        expect(new Set(log.map((r) => r.n)).size).toBe(30)
-        expect((yield* api.stats).running).toBe(0)
-        // the metrics saw them too (counters are process-wide, so at least these 30)
-        expect((yield* Metric.value(Metrics.completed)).count - completedBefore).toBeGreaterThanOrEqual(30)
-      })))))
-
-    it.effect("graceful shutdown: a running attempt finishes within the grace period and nothing is lost", () =>
-      (
+    it.effect("graceful shutdown: a running attempt finishes within the grace period and nothing is lost", () => (
       Effect.gen(function*() {
         const gate = yield* Deferred.make<void>()
         const started = yield* Deferred.make<void>()
         const Slow = gated("slow", gate, { started })
-        yield* withJobs([Slow], Effect.gen(function*() {
-          const { id } = yield* enqueue(Slow, { n: 1 })
-          const scope = yield* Scope.make()
-          yield* Layer.buildWithScope(Worker.layer({ host: "gs", concurrency: 1, pollInterval: "20 millis", gracePeriod: "10 seconds" }), scope)
-          yield* Deferred.await(started)
-          const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
-          yield* settle
-          expect((yield* row(id)).status).toBe("processing")
-          yield* Deferred.succeed(gate, undefined)
-          yield* Fiber.join(closing)
-          expect((yield* row(id)).status).toBe("completed")
-        }))
-      })))
+        yield* withJobs(
+          [Slow],
+          Effect.gen(function*() {
+            const { id } = yield* enqueue(Slow, { n: 1 })
+            const scope = yield* Scope.make()
+            yield* Layer.buildWithScope(
+              Worker.layer({ host: "gs", concurrency: 1, pollInterval: "20 millis", gracePeriod: "10 seconds" }),
+              scope
+            )
+            yield* Deferred.await(started)
+            const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+            yield* settle
+            expect((yield* row(id)).status).toBe("processing")
+            yield* Deferred.succeed(gate, undefined)
+            yield* Fiber.join(closing)
+            expect((yield* row(id)).status).toBe("completed")
+          })
+        )
+      })
+    ))
 
-    it.effect("graceful shutdown: past the grace period the attempt is interrupted; its row stays for the reaper", () =>
-      (
+    it.effect("graceful shutdown: past the grace period the attempt is interrupted; its row stays for the reaper", () => (
       Effect.gen(function*() {
         const gate = yield* Deferred.make<void>()
         const started = yield* Deferred.make<void>()
         const Stuck = gated("stuck", gate, { started })
-        yield* withJobs([Stuck], Effect.gen(function*() {
-          const { id } = yield* enqueue(Stuck, { n: 1 })
-          const scope = yield* Scope.make()
-          yield* Layer.buildWithScope(Worker.layer({ host: "gs2", concurrency: 1, pollInterval: "20 millis", gracePeriod: "100 millis" }), scope)
-          yield* Deferred.await(started)
-          const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
-          yield* settle
-          yield* TestClock.adjust("100 millis")
-          yield* Fiber.join(closing)
-          // not completed, not failed: still processing, so the reaper will retry it
-          expect(yield* row(id)).toMatchObject({ status: "processing", attempts: 1 })
-        }))
-      })))
+        yield* withJobs(
+          [Stuck],
+          Effect.gen(function*() {
+            const { id } = yield* enqueue(Stuck, { n: 1 })
+            const scope = yield* Scope.make()
+            yield* Layer.buildWithScope(
+              Worker.layer({ host: "gs2", concurrency: 1, pollInterval: "20 millis", gracePeriod: "100 millis" }),
+              scope
+            )
+            yield* Deferred.await(started)
+            const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+            yield* settle
+            yield* TestClock.adjust("100 millis")
+            yield* Fiber.join(closing)
+            // not completed, not failed: still processing, so the reaper will retry it
+            expect(yield* row(id)).toMatchObject({ status: "processing", attempts: 1 })
+          })
+        )
+      })
+    ))
   })

@@ -59,7 +59,13 @@ type ExpiryGen =
 
 /** A generated step, before the model resolves its times. */
 type Gen =
-  | { readonly kind: "acquire"; readonly name: Name; readonly owner: Owner; readonly host: string | undefined; readonly expiry: ExpiryGen }
+  | {
+    readonly kind: "acquire"
+    readonly name: Name
+    readonly owner: Owner
+    readonly host: string | undefined
+    readonly expiry: ExpiryGen
+  }
   | { readonly kind: "renew"; readonly name: Name; readonly owner: Owner; readonly expiry: ExpiryGen }
   | { readonly kind: "release"; readonly name: Name; readonly owner: Owner; readonly expiredBefore: "none" | 0 | 1 }
   | { readonly kind: "ownerOf"; readonly name: Name }
@@ -87,7 +93,16 @@ const expiry: fc.Arbitrary<ExpiryGen> = fc.oneof(
 const genStep = (names: ReadonlyArray<Name>): fc.Arbitrary<Gen> => {
   const name = fc.constantFrom(...names)
   return fc.oneof(
-    { weight: 5, arbitrary: fc.record({ kind: fc.constant("acquire" as const), name, owner, host: fc.constantFrom(...HOSTS), expiry }) },
+    {
+      weight: 5,
+      arbitrary: fc.record({
+        kind: fc.constant("acquire" as const),
+        name,
+        owner,
+        host: fc.constantFrom(...HOSTS),
+        expiry
+      })
+    },
     { weight: 2, arbitrary: fc.record({ kind: fc.constant("renew" as const), name, owner, expiry }) },
     {
       weight: 2,
@@ -107,13 +122,21 @@ const genStep = (names: ReadonlyArray<Name>): fc.Arbitrary<Gen> => {
         ms: fc.constantFrom(0, 1, 999, MINUTE, 3_600_000, 10 * 86_400_000, 2 ** 32)
       })
     },
-    { weight: 2, arbitrary: fc.record({ kind: fc.constant("toExpiry" as const), name, plus: fc.constantFrom(0 as const, 1 as const) }) }
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        kind: fc.constant("toExpiry" as const),
+        name,
+        plus: fc.constantFrom(0 as const, 1 as const)
+      })
+    }
   )
 }
 
 const MAX_STEPS = 30
 /** A sequence of 1 to `maxLength` generated steps over `names`. */
-const genSteps = (names: ReadonlyArray<Name>, maxLength = MAX_STEPS) => fc.array(genStep(names), { minLength: 1, maxLength })
+const genSteps = (names: ReadonlyArray<Name>, maxLength = MAX_STEPS) =>
+  fc.array(genStep(names), { minLength: 1, maxLength })
 
 /** Property runs of the model-vs-databases property; override with LEASEHOLD_MODEL_RUNS. */
 const NUM_RUNS = Number(process.env.LEASEHOLD_MODEL_RUNS ?? 100)
@@ -137,7 +160,9 @@ const outcome = <A>(effect: Effect.Effect<A, LeaseLock.LeaseError>, f: (a: A) =>
     const failure = Cause.failureOption(exit.cause)
     if (Option.isNone(failure)) return { defect: Cause.pretty(exit.cause) }
     const e = failure.value
-    return e._tag === "LeaseInputError" ? { error: e._tag, field: e.field } : { error: e._tag, message: e.message, cause: String(e.cause) }
+    return e._tag === "LeaseInputError"
+      ? { error: e._tag, field: e.field }
+      : { error: e._tag, message: e.message, cause: String(e.cause) }
   }))
 
 const expiryAt = (e: ExpiryGen, now: number): LeaseLock.LeaseExpiry =>
@@ -181,7 +206,10 @@ const runModel = (lock: LeaseLock.LeaseLockApi, gens: ReadonlyArray<Gen>) =>
       let step: Step
       switch (g.kind) {
         case "acquire":
-          step = { op: "tryAcquire", input: { name: g.name, owner: g.owner, host: g.host, now, ...expiryAt(g.expiry, now) } }
+          step = {
+            op: "tryAcquire",
+            input: { name: g.name, owner: g.owner, host: g.host, now, ...expiryAt(g.expiry, now) }
+          }
           break
         case "renew":
           step = { op: "renew", input: { name: g.name, owner: g.owner, now, ...expiryAt(g.expiry, now) } }
@@ -240,9 +268,9 @@ const firstDifference = (store: string, steps: ReadonlyArray<Step>, model: Trace
     (isDeepStrictEqual(model.results[i], other.results[i]) ? "" : `\n      ${store}: ${show(other.results[i])}`)
   )
   const where = at === -1 ? "final list" : `step ${at}`
-  return `${store} differs from the model at ${where}\n${lines.join("\n")}\n   list model: ${show(model.list)}\n   list ${store}: ${
-    show(other.list)
-  }`
+  return `${store} differs from the model at ${where}\n${lines.join("\n")}\n   list model: ${
+    show(model.list)
+  }\n   list ${store}: ${show(other.list)}`
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -313,8 +341,11 @@ const agreeWithModel = (stores: () => ReadonlyArray<SqlStore>) => async (gens: R
   const problems = await Effect.runPromise(
     Effect.gen(function*() {
       const model = yield* runModel(yield* freshModel(table), gens)
-      const traces = yield* Effect.forEach(stores(), (store) =>
-        Effect.map(onFreshTable(store, table, model.steps), (trace) => ({ store, trace })), { concurrency: "unbounded" })
+      const traces = yield* Effect.forEach(
+        stores(),
+        (store) => Effect.map(onFreshTable(store, table, model.steps), (trace) => ({ store, trace })),
+        { concurrency: "unbounded" }
+      )
       return traces.flatMap(({ store, trace }) => firstDifference(store.label, model.steps, model.trace, trace) ?? [])
     })
   )
@@ -354,7 +385,11 @@ const refusedExpiry = { error: "LeaseInputError", field: "expiresAt" }
  * another owner holds it live; only the latest grantee can renew or release; ownerOf, read
  * and list show the latest grantee with the expiry it was told.
  */
-const ledgerViolation = (steps: ReadonlyArray<Step>, results: ReadonlyArray<Outcome>, list: Outcome): string | undefined => {
+const ledgerViolation = (
+  steps: ReadonlyArray<Step>,
+  results: ReadonlyArray<Outcome>,
+  list: Outcome
+): string | undefined => {
   const ledgers = new Map<string, Ledger>()
   const ledger = (n: string) => {
     const l = ledgers.get(n) ?? { latest: undefined, until: new Map<Owner, number>() }
@@ -415,7 +450,8 @@ const ledgerViolation = (steps: ReadonlyArray<Step>, results: ReadonlyArray<Outc
         const { input } = step
         const l = ledger(input.name)
         const until = l.until.get(input.owner as Owner)
-        const may = l.latest === input.owner && (input.expiredBefore === undefined || (until !== undefined && until < input.expiredBefore))
+        const may = l.latest === input.owner &&
+          (input.expiredBefore === undefined || (until !== undefined && until < input.expiredBefore))
         if (result !== may) return fail(`latest grantee is ${show(l.latest)} until ${show(until)}`)
         if (result === true) {
           l.until.delete(input.owner as Owner)
@@ -424,7 +460,9 @@ const ledgerViolation = (steps: ReadonlyArray<Step>, results: ReadonlyArray<Outc
         break
       }
       case "ownerOf":
-        if (result !== (ledger(step.name).latest ?? null)) return fail(`latest grantee is ${show(ledger(step.name).latest)}`)
+        if (result !== (ledger(step.name).latest ?? null)) {
+          return fail(`latest grantee is ${show(ledger(step.name).latest)}`)
+        }
         break
       case "read": {
         const row = result as LeaseRow | null
@@ -439,12 +477,17 @@ const ledgerViolation = (steps: ReadonlyArray<Step>, results: ReadonlyArray<Outc
       if (holders.length > 1) return fail(`${show(holders)} all hold ${show(n)} live at ${now}`)
     }
   }
-  const rows = (list as ReadonlyArray<LeaseRow>).map((r) => [r.name, { owner: r.owner, expiresAt: r.expiresAt }] as const)
+  const rows = (list as ReadonlyArray<LeaseRow>).map((r) =>
+    [r.name, { owner: r.owner, expiresAt: r.expiresAt }] as const
+  )
   const expected = [...ledgers.keys()].flatMap((n) => {
     const row = expectedRow(n)
     return row === null ? [] : [[n, row] as const]
   })
-  const byName = (a: readonly [string, unknown], b: readonly [string, unknown]) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)
+  const byName = (
+    a: readonly [string, unknown],
+    b: readonly [string, unknown]
+  ) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)
   if (!isDeepStrictEqual([...rows].sort(byName), [...expected].sort(byName))) {
     return `final list ${show(list)}, expected ${show(expected)}`
   }
@@ -455,9 +498,15 @@ describe("LeaseLock: the in-memory model", () => {
   it("never lets two owners hold one live lease, and fences old owners (1000 runs of up to 40 steps)", () => {
     fc.assert(
       fc.property(genSteps(NAMES, 40), (gens) => {
-        const { steps, trace } = Effect.runSync(Effect.flatMap(freshModel("model_ledger"), (lock) => runModel(lock, gens)))
+        const { steps, trace } = Effect.runSync(
+          Effect.flatMap(freshModel("model_ledger"), (lock) => runModel(lock, gens))
+        )
         const violation = ledgerViolation(steps, trace.results, trace.list)
-        if (violation !== undefined) throw new Error(`${violation}\nsteps:\n${steps.map((s, i) => `  ${i} ${show(s)} → ${show(trace.results[i])}`).join("\n")}`)
+        if (violation !== undefined) {
+          throw new Error(
+            `${violation}\nsteps:\n${steps.map((s, i) => `  ${i} ${show(s)} → ${show(trace.results[i])}`).join("\n")}`
+          )
+        }
       }),
       { numRuns: 1000 }
     )

@@ -1,16 +1,17 @@
 /**
- * The CLI end to end, as a spawned process, on SQLite and PostgreSQL: migrate, enqueue, jobs,
- * leases, drain/resume/status, bad input (one line on stderr, exit ≠ 0, no stack trace), and a
- * worker that finishes its running job when sent SIGTERM.
+ * The CLI end to end, as a spawned process, on SQLite, PostgreSQL and MariaDB: migrate,
+ * enqueue, jobs, leases, drain/resume/status, bad input (one line on stderr, exit ≠ 0, no stack
+ * trace), and a worker that finishes its running job when sent SIGTERM.
  */
-import { execFile, spawn, spawnSync } from "node:child_process"
+import { execFile, spawn } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import Sqlite from "better-sqlite3"
+import mysql from "mysql2/promise"
 import pg from "pg"
 import { afterAll, describe, expect, it } from "vitest"
-import { PG_URL, uniquePrefix } from "./databases.ts"
+import { MYSQL_URL, PG_URL, uniquePrefix } from "./databases.ts"
 
 const BIN = join(import.meta.dirname, "..", "..", "bin", "leasehold.js")
 const JOBS = join(import.meta.dirname, "..", "fixtures", "jobs.ts")
@@ -21,11 +22,38 @@ const SLOW_COMMAND_MS = 10_000
 const dir = mkdtempSync(join(tmpdir(), "leasehold-cli-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
+/**
+ * One query on a server database, on a connection of its own: the test asks the database
+ * directly (quicker than the CLI) and cleans up after itself.
+ */
+const serverQuery = async (
+  name: "postgres" | "mysql",
+  sql: string
+): Promise<ReadonlyArray<Record<string, unknown>>> => {
+  if (name === "mysql") {
+    const connection = await mysql.createConnection(MYSQL_URL)
+    try {
+      return (await connection.query(sql))[0] as Array<Record<string, unknown>>
+    } finally {
+      await connection.end()
+    }
+  }
+  const client = new pg.Client({ connectionString: PG_URL })
+  await client.connect()
+  try {
+    return (await client.query(sql)).rows
+  } finally {
+    await client.end()
+  }
+}
+
 /** The CLI suite against one database; test/cli-*.test.ts run it (as separate files, in parallel). */
-export const cliSuite = (targetName: "sqlite" | "postgres") => {
+export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
   const target = targetName === "sqlite"
-    ? { name: "sqlite", url: join(dir, "cli.db"), prefix: "leasehold_" }
-    : { name: "postgres", url: PG_URL, prefix: uniquePrefix("cli") }
+    ? { name: "sqlite", url: join(dir, "cli.db"), prefix: "leasehold_" } as const
+    : targetName === "postgres"
+    ? { name: "postgres", url: PG_URL, prefix: uniquePrefix("cli") } as const
+    : { name: "mysql", url: MYSQL_URL, prefix: uniquePrefix("cli") } as const
   describe(`leasehold CLI on ${target.name}`, { timeout: 240_000 }, () => {
     const env = { ...process.env, LEASEHOLD_DATABASE_URL: target.url, LEASEHOLD_JOBS: JOBS }
     // Asynchronous, so the test worker's event loop stays free while a command runs. Every
@@ -34,11 +62,20 @@ export const cliSuite = (targetName: "sqlite" | "postgres") => {
     const run = (args: ReadonlyArray<string>) =>
       new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
         const started = Date.now()
-        execFile(process.execPath, [BIN, ...args], { env, encoding: "utf8", timeout: 120_000 }, (error, stdout, stderr) => {
-          const took = Date.now() - started
-          if (took > SLOW_COMMAND_MS) console.warn(`leasehold ${args.slice(0, 2).join(" ")} took ${(took / 1000).toFixed(1)} s (machine under load?)`)
-          resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr })
-        })
+        execFile(
+          process.execPath,
+          [BIN, ...args],
+          { env, encoding: "utf8", timeout: 120_000 },
+          (error, stdout, stderr) => {
+            const took = Date.now() - started
+            if (took > SLOW_COMMAND_MS) {
+              console.warn(
+                `leasehold ${args.slice(0, 2).join(" ")} took ${(took / 1000).toFixed(1)} s (machine under load?)`
+              )
+            }
+            resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr })
+          }
+        )
       })
     const cli = (...args: Array<string>) => run([...args, "--prefix", target.prefix])
     const json = async (...args: Array<string>) => {
@@ -57,13 +94,7 @@ export const cliSuite = (targetName: "sqlite" | "postgres") => {
           db.close()
         }
       }
-      const client = new pg.Client({ connectionString: PG_URL })
-      await client.connect()
-      try {
-        return (await client.query(sql)).rows[0]?.status
-      } finally {
-        await client.end()
-      }
+      return (await serverQuery(target.name, sql))[0]?.status as string | undefined
     }
     const failsCleanly = (r: { code: number | null; stderr: string }, pattern: RegExp) => {
       expect(r.code).not.toBe(0)
@@ -71,10 +102,18 @@ export const cliSuite = (targetName: "sqlite" | "postgres") => {
       expect(r.stderr).not.toMatch(/\n\s+at /)
     }
 
-    afterAll(() => {
-      if (target.name === "postgres") {
-        spawnSync("psql", [PG_URL, "-qc", `DO $$ DECLARE t text; BEGIN FOR t IN SELECT tablename FROM pg_tables WHERE tablename LIKE '${target.prefix}%' LOOP EXECUTE 'DROP TABLE ' || quote_ident(t); END LOOP; END $$`])
-      }
+    // The server databases are shared: drop the tables under this run's prefix (the SQLite
+    // file goes with the temporary directory).
+    afterAll(async () => {
+      if (target.name === "sqlite") return
+      const schema = target.name === "mysql" ? "DATABASE()" : "current_schema()"
+      const rows = await serverQuery(
+        target.name,
+        `SELECT table_name AS n FROM information_schema.tables WHERE table_schema = ${schema} AND table_name LIKE '${target.prefix}%'`
+      )
+      const names = rows.map((r) => String(r.n)).filter((n) => n.startsWith(target.prefix))
+      const quote = (n: string) => (target.name === "mysql" ? `\`${n}\`` : `"${n}"`)
+      for (const n of names) await serverQuery(target.name, `DROP TABLE IF EXISTS ${quote(n)}`)
     })
 
     it("migrate applies once; status reports applied, pending and the lock", async () => {
@@ -90,7 +129,10 @@ export const cliSuite = (targetName: "sqlite" | "postgres") => {
     it("enqueue, jobs list, stats, and the duplicate of a unique key", async () => {
       const a = await json("enqueue", "Greet", JSON.stringify({ name: "it's; -- ü" }), "--unique-key", "greet-1")
       expect(a.status).toBe("pending")
-      expect(await json("enqueue", "Greet", JSON.stringify({ name: "x" }), "--unique-key", "greet-1")).toMatchObject({ id: a.id, duplicate: true })
+      expect(await json("enqueue", "Greet", JSON.stringify({ name: "x" }), "--unique-key", "greet-1")).toMatchObject({
+        id: a.id,
+        duplicate: true
+      })
       const listed = await json("jobs", "list", "--status", "pending")
       expect(listed.map((r: { id: string }) => r.id)).toContain(a.id)
       expect(JSON.parse(listed.find((r: { id: string }) => r.id === a.id).payload)).toEqual({ name: "it's; -- ü" })
@@ -102,12 +144,18 @@ export const cliSuite = (targetName: "sqlite" | "postgres") => {
       failsCleanly(await cli("enqueue", "Greet", "{not json"), /^leasehold: payload is not valid JSON/)
       failsCleanly(await cli("enqueue", "Greet", JSON.stringify({ nom: 1 })), /^leasehold: invalid payload for Greet/)
       failsCleanly(await cli("enqueue", "Nope", "{}"), /^leasehold: unknown job "Nope"; known: /)
-      failsCleanly(await cli("enqueue", "Greet", JSON.stringify({ name: "x" }), "--unique-key", "k".repeat(256)), /uniqueKey/)
+      failsCleanly(
+        await cli("enqueue", "Greet", JSON.stringify({ name: "x" }), "--unique-key", "k".repeat(256)),
+        /uniqueKey/
+      )
       failsCleanly(await cli("jobs", "purge", "--older-than", "soon"), /not a duration/)
       failsCleanly(await cli("leases", "clear", "no-such-lease"), /no lease named/)
       failsCleanly(await cli("jobs", "retry", "00000000-0000-0000-0000-000000000000"), /no failed or interrupted job/)
       expect((await cli("frobnicate")).code).not.toBe(0)
-      failsCleanly(await run(["jobs", "stats", "--database-url", "postgres://postgres@127.0.0.1:1/none"]), /^leasehold: cannot connect to the database/)
+      failsCleanly(
+        await run(["jobs", "stats", "--database-url", "postgres://postgres@127.0.0.1:1/none"]),
+        /^leasehold: cannot connect to the database/
+      )
       expect((await json("jobs", "stats")).reduce((n: number, c: { count: number }) => n + c.count, 0)).toBe(1)
     })
 
@@ -115,7 +163,18 @@ export const cliSuite = (targetName: "sqlite" | "postgres") => {
       const dead = await json("enqueue", "Broken", "{}")
       const release = join(dir, `release-${target.name}`)
       const slow = await json("enqueue", "Slow", JSON.stringify({ release }))
-      const child = spawn(process.execPath, [BIN, "worker", "--prefix", target.prefix, "--poll-interval", "100 millis", "--grace-period", "20 seconds", "--host", "cli-worker"], { env })
+      const child = spawn(process.execPath, [
+        BIN,
+        "worker",
+        "--prefix",
+        target.prefix,
+        "--poll-interval",
+        "100 millis",
+        "--grace-period",
+        "20 seconds",
+        "--host",
+        "cli-worker"
+      ], { env })
       let stderr = ""
       child.stderr.on("data", (d) => (stderr += String(d)))
       const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
@@ -124,7 +183,10 @@ export const cliSuite = (targetName: "sqlite" | "postgres") => {
         await new Promise((r) => setTimeout(r, 100))
       }
       expect(await statusOf(slow.id)).toBe("processing")
-      expect((await json("leases", "list")).map((l: { name: string; host: string }) => [l.name, l.host])).toEqual([["key:slow", "cli-worker"]])
+      expect((await json("leases", "list")).map((l: { name: string; host: string }) => [l.name, l.host])).toEqual([[
+        "key:slow",
+        "cli-worker"
+      ]])
       failsCleanly(await cli("leases", "clear", "key:slow"), /is live .*use --force/)
       child.kill("SIGTERM")
       // the worker stops claiming but lets the running job finish: release it
@@ -135,7 +197,10 @@ export const cliSuite = (targetName: "sqlite" | "postgres") => {
       expect(stderr).not.toMatch(/\n\s+at /)
       const rows = await json("jobs", "list", "--limit", "100")
       expect(rows.find((r: { id: string }) => r.id === slow.id).status).toBe("completed")
-      expect(rows.find((r: { id: string }) => r.id === dead.id)).toMatchObject({ status: "failed", lastError: expect.stringContaining("broken on purpose") })
+      expect(rows.find((r: { id: string }) => r.id === dead.id)).toMatchObject({
+        status: "failed",
+        lastError: expect.stringContaining("broken on purpose")
+      })
       expect(await json("leases", "list")).toEqual([])
       // a dead job can be retried; finished jobs purged
       expect(await json("jobs", "retry", dead.id)).toEqual({ id: dead.id, status: "pending" })

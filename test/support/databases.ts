@@ -1,7 +1,9 @@
 /**
  * The adapters under test, as layers of one `TestDatabase` service, so a conformance suite is
  * written once and run on postgres, mysql (MariaDB), sqlite and memory. Each layer isolates
- * itself with a table prefix of its own and drops its tables when it closes.
+ * itself with a table prefix of its own and drops its tables when it closes. Each layer also
+ * owns one set of job tables, migrated the first time a test asks for it and emptied before
+ * every test that uses it (see `withJobs` in ./jobs.ts).
  */
 import { MysqlClient } from "@effect/sql-mysql2"
 import { PgClient } from "@effect/sql-pg"
@@ -24,12 +26,17 @@ import {
   type MemoryDatabaseApi,
   memoryJobStoreLayer
 } from "../../src/adapters/memory.ts"
+import { tableNames } from "../../src/adapters/tables.ts"
 import * as Migrator from "../../src/runtime/migrate.ts"
 
+/** The four adapters every conformance suite runs on. */
 export type AdapterName = "postgres" | "mysql" | "sqlite" | "memory"
+/** Every adapter name, in the order the adapter test files run them. */
 export const adapterNames: ReadonlyArray<AdapterName> = ["postgres", "mysql", "sqlite", "memory"]
 
+/** The PostgreSQL server the tests use (LEASEHOLD_PG_URL). */
 export const PG_URL = process.env.LEASEHOLD_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+/** The MariaDB/MySQL server the tests use (LEASEHOLD_MYSQL_URL). */
 export const MYSQL_URL = process.env.LEASEHOLD_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/test"
 
 /** A table prefix no other test file or run will use. */
@@ -53,11 +60,24 @@ export interface TestDatabaseApi {
   /** A migrator on this adapter. */
   readonly migrator: (options: Migrator.MigratorOptions) => Effect.Effect<Migrator.MigratorApi>
   /** One migrator per options entry, whose calls go out on separate connections (or clients). */
-  readonly migratorsApart: (options: ReadonlyArray<Migrator.MigratorOptions>) => Effect.Effect<ReadonlyArray<Migrator.MigratorApi>>
+  readonly migratorsApart: (
+    options: ReadonlyArray<Migrator.MigratorOptions>
+  ) => Effect.Effect<ReadonlyArray<Migrator.MigratorApi>>
   /** Whether a table exists, asked of the database catalog (memory: of its table map). */
   readonly tableExists: (table: string) => Effect.Effect<boolean>
+  /**
+   * This layer's shared job-table prefix, migrated on first use and only once: every test of
+   * the suite that runs on shared tables uses it (after `clearJobTables`).
+   */
+  readonly sharedJobTables: Effect.Effect<string>
+  /**
+   * Empties the jobs, hosts and job-lock tables under `prefix` (DELETE FROM each; memory: empty
+   * maps). Dies if one of them is missing: a test that drops a table must use tables of its own.
+   */
+  readonly clearJobTables: (prefix: string) => Effect.Effect<void>
 }
 
+/** The adapter under test, as a conformance suite sees it. */
 export class TestDatabase extends Context.Tag("test/TestDatabase")<TestDatabase, TestDatabaseApi>() {}
 
 const counter = () => {
@@ -71,12 +91,31 @@ const dropPrefixed = (prefix: string) =>
     const sql = yield* SqlClient.SqlClient
     const like = `${prefix}%`
     const names = yield* sql.onDialectOrElse({
-      pg: () => sql<{ n: string }>`SELECT table_name AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name LIKE ${like}`,
-      mysql: () => sql<{ n: string }>`SELECT table_name AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE ${like}`,
+      pg: () =>
+        sql<
+          { n: string }
+        >`SELECT table_name AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name LIKE ${like}`,
+      mysql: () =>
+        sql<
+          { n: string }
+        >`SELECT table_name AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE ${like}`,
       orElse: () => sql<{ n: string }>`SELECT name AS n FROM sqlite_master WHERE type = 'table' AND name LIKE ${like}`
     })
-    for (const { n } of names.filter(({ n }) => n.startsWith(prefix))) yield* sql.unsafe(`DROP TABLE IF EXISTS ${sql.onDialectOrElse({ mysql: () => `\`${n}\``, orElse: () => `"${n}"` })}`)
+    for (const { n } of names.filter(({ n }) => n.startsWith(prefix))) {
+      yield* sql.unsafe(
+        `DROP TABLE IF EXISTS ${sql.onDialectOrElse({ mysql: () => `\`${n}\``, orElse: () => `"${n}"` })}`
+      )
+    }
   }).pipe(Effect.orDie)
+
+/** The tables `clearJobTables` empties (docs/behaviour.md §1: jobs, hosts, job locks). */
+const clearedTables = (prefix: string) => {
+  const t = tableNames(prefix)
+  return [t.jobLocks, t.hosts, t.jobs]
+}
+
+/** The shared job-table prefix under a layer's own prefix (no `db.table` name ends this way). */
+const sharedJobPrefix = (prefix: string) => `${prefix}shared_`
 
 const sqlDatabase = (adapter: AdapterName, label: string) =>
   Effect.gen(function*() {
@@ -84,22 +123,29 @@ const sqlDatabase = (adapter: AdapterName, label: string) =>
     const prefix = uniquePrefix(label)
     const next = counter()
     yield* Effect.addFinalizer(() => Effect.provideService(dropPrefixed(prefix), SqlClient.SqlClient, sql))
+    const quote = (table: string) => sql.onDialectOrElse({ mysql: () => `\`${table}\``, orElse: () => `"${table}"` })
     const leaseLock = (table: string) => Effect.provideService(LeaseLock.make({ table }), SqlClient.SqlClient, sql)
     const migrator = (options: Migrator.MigratorOptions) =>
       Effect.provideService(Migrator.make(options), SqlClient.SqlClient, sql)
+    const migrate = (p: string) => Effect.orDie(Effect.flatMap(migrator({ prefix: p }), (m) => m.run))
+    const shared = sharedJobPrefix(prefix)
+    const migrateShared = yield* Effect.cached(Effect.as(migrate(shared), shared))
     return TestDatabase.of({
       adapter,
       table: (l) => `${prefix}${l}${next()}`,
       leaseLock,
       leaseLocksApart: (table, n) => Effect.map(leaseLock(table), (lock) => Array.from({ length: n }, () => lock)),
       withTransaction: sql.withTransaction,
-      migrate: (p) => Effect.orDie(Effect.flatMap(migrator({ prefix: p }), (m) => m.run)),
-      dropTable: (table) => Effect.orDie(sql.unsafe(`DROP TABLE IF EXISTS ${sql.onDialectOrElse({ mysql: () => `\`${table}\``, orElse: () => `"${table}"` })}`)),
+      migrate,
+      dropTable: (table) => Effect.orDie(sql.unsafe(`DROP TABLE IF EXISTS ${quote(table)}`)),
       storeLayer: (p) => Layer.provide(JobStoreModule.layer({ prefix: p }), Layer.succeed(SqlClient.SqlClient, sql)),
       migrator,
       // One pool: concurrent runs take separate connections from it.
       migratorsApart: (options) => Effect.forEach(options, migrator),
-      tableExists: (table) => Effect.orDie(Effect.flatMap(leaseLock(table), (lock) => lock.tableExists))
+      tableExists: (table) => Effect.orDie(Effect.flatMap(leaseLock(table), (lock) => lock.tableExists)),
+      sharedJobTables: migrateShared,
+      clearJobTables: (p) =>
+        Effect.orDie(Effect.forEach(clearedTables(p), (t) => sql.unsafe(`DELETE FROM ${quote(t)}`), { discard: true }))
     })
   })
 
@@ -143,6 +189,7 @@ export const sqliteLayer = (label: string) =>
     })
   ).pipe(Layer.provide(Reactivity.layer), Layer.orDie)
 
+/** The in-memory store: one fresh MemoryDatabase per layer. */
 export const memoryLayer = (label: string) =>
   Layer.effect(
     TestDatabase,
@@ -151,26 +198,38 @@ export const memoryLayer = (label: string) =>
       const prefix = uniquePrefix(label)
       const next = counter()
       const leaseLock = (table: string) => Effect.succeed(makeMemoryLeaseLock(db, { table }))
+      const migrate = (p: string) => Effect.orDie(Migrator.makeMemory(db, { prefix: p }).run)
+      const shared = sharedJobPrefix(prefix)
+      const migrateShared = yield* Effect.cached(Effect.as(migrate(shared), shared))
       return TestDatabase.of({
         adapter: "memory",
         table: (l) => `${prefix}${l}${next()}`,
         leaseLock,
         leaseLocksApart: (table, n) => Effect.map(leaseLock(table), (lock) => Array.from({ length: n }, () => lock)),
         withTransaction: db.withTransaction,
-        migrate: (p) => Effect.orDie(Migrator.makeMemory(db, { prefix: p }).run),
-        dropTable: (table) => Ref.update(db.tables, (m) => {
-          const next = new Map(m)
-          next.delete(table)
-          return next
-        }),
+        migrate,
+        dropTable: (table) =>
+          Ref.update(db.tables, (m) => {
+            const next = new Map(m)
+            next.delete(table)
+            return next
+          }),
         storeLayer: (p) => Layer.provide(memoryJobStoreLayer({ prefix: p }), Layer.succeed(MemoryDatabase, db)),
         migrator: (options) => Effect.succeed(Migrator.makeMemory(db, options)),
         migratorsApart: (options) => Effect.succeed(options.map((o) => Migrator.makeMemory(db, o))),
-        tableExists: (table) => Effect.orDie(Effect.flatMap(leaseLock(table), (lock) => lock.tableExists))
+        tableExists: (table) => Effect.orDie(Effect.flatMap(leaseLock(table), (lock) => lock.tableExists)),
+        sharedJobTables: migrateShared,
+        clearJobTables: (p) =>
+          Effect.flatMap(Ref.get(db.tables), (tables) => {
+            const missing = clearedTables(p).filter((t) => !tables.has(t))
+            if (missing.length > 0) return Effect.dieMessage(`no such table: ${missing.join(", ")}`)
+            return Ref.set(db.tables, new Map([...tables, ...clearedTables(p).map((t) => [t, new Map()] as const)]))
+          })
       })
     })
   )
 
+/** The layer of one adapter, under a fresh table prefix built from `label`. */
 export const layerFor = (adapter: AdapterName, label = "t") => {
   switch (adapter) {
     case "postgres":

@@ -1,5 +1,5 @@
 /**
- * Helpers for job-system conformance tests: fresh tables per test, the worker services for
+ * Helpers for job-system conformance tests: empty job tables per test, the worker services for
  * them, test job types that record their runs, and a Clock offset for skewed workers.
  */
 import { Clock, Context, Deferred, Duration, Effect, Layer, Ref, Schema } from "effect"
@@ -7,21 +7,44 @@ import { JobLeases, JobStore } from "../../src/adapters/JobStore.ts"
 import { type AnyJobType, define, heartbeat, JobContext, Jobs, jobsLayer } from "../../src/runtime/Job.ts"
 import { TestDatabase } from "./databases.ts"
 
-/** Runs `effect` with the worker services on fresh, migrated tables of this adapter. */
+/** Options of `withJobs`. */
+export interface WithJobsOptions {
+  /**
+   * Migrate tables of the test's own under a fresh prefix instead of emptying the suite's
+   * shared ones: for a test that drops or otherwise damages a table.
+   */
+  readonly ownTables?: boolean | undefined
+}
+
+/**
+ * Runs `effect` with the worker services on empty, migrated job tables of this adapter: the
+ * suite's shared tables (migrated once per layer, emptied here before the test), or with
+ * `ownTables` freshly migrated tables under a prefix of the test's own.
+ */
 export const withJobs = <A, E, R>(
   types: ReadonlyArray<AnyJobType>,
-  effect: Effect.Effect<A, E, R>
+  effect: Effect.Effect<A, E, R>,
+  options: WithJobsOptions = {}
 ): Effect.Effect<A, E, Exclude<R, JobStore | JobLeases | Jobs> | TestDatabase> =>
   Effect.gen(function*() {
     const db = yield* TestDatabase
-    const prefix = db.table("j") + "_"
-    yield* db.migrate(prefix)
+    let prefix: string
+    if (options.ownTables === true) {
+      prefix = db.table("j") + "_"
+      yield* db.migrate(prefix)
+    } else {
+      prefix = yield* db.sharedJobTables
+      yield* db.clearJobTables(prefix)
+    }
     const layer = Layer.merge(db.storeLayer(prefix), jobsLayer(...types))
     return yield* Effect.provide(effect, layer)
   })
 
 /** A log of runs shared by test job types: which payloads ran, in order, with their attempt. */
-export class RunLog extends Context.Tag("test/RunLog")<RunLog, Ref.Ref<ReadonlyArray<{ readonly id: string; readonly n: number; readonly attempt: number }>>>() {}
+export class RunLog extends Context.Tag("test/RunLog")<
+  RunLog,
+  Ref.Ref<ReadonlyArray<{ readonly id: string; readonly n: number; readonly attempt: number }>>
+>() {}
 
 /** Payload of the test job types. */
 export const Payload = Schema.Struct({ n: Schema.Number, key: Schema.optional(Schema.String) })

@@ -29,12 +29,16 @@ export const throughProxy = (url: string, port: number) => {
  * finalizer stuck on a dead connection then fails the test instead of hanging it, and the
  * body's own failure, if any, is the one reported.
  */
-export const scopedBounded = <A, E, R>(body: Effect.Effect<A, E, R | Scope.Scope>): Effect.Effect<A, E | string, Exclude<R, Scope.Scope>> =>
+export const scopedBounded = <A, E, R>(
+  body: Effect.Effect<A, E, R | Scope.Scope>
+): Effect.Effect<A, E | string, Exclude<R, Scope.Scope>> =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
     const exit = yield* Effect.exit(Scope.extend(body, scope))
     const closed = yield* Scope.close(scope, exit).pipe(Effect.disconnect, Effect.timeoutOption("10 seconds"))
-    if (Exit.isSuccess(exit) && Option.isNone(closed)) return yield* Effect.fail("closing the clients and the proxy hung")
+    if (Exit.isSuccess(exit) && Option.isNone(closed)) {
+      return yield* Effect.fail("closing the clients and the proxy hung")
+    }
     return yield* exit
   })
 
@@ -43,8 +47,14 @@ export const dropPrefixed = (sql: SqlClient.SqlClient, prefix: string) =>
   Effect.gen(function*() {
     const like = `${prefix}%`
     const names = yield* sql.onDialectOrElse({
-      pg: () => sql<{ n: string }>`SELECT table_name AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name LIKE ${like}`,
-      mysql: () => sql<{ n: string }>`SELECT table_name AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE ${like}`,
+      pg: () =>
+        sql<
+          { n: string }
+        >`SELECT table_name AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name LIKE ${like}`,
+      mysql: () =>
+        sql<
+          { n: string }
+        >`SELECT table_name AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE ${like}`,
       orElse: () => sql<{ n: string }>`SELECT name AS n FROM sqlite_master WHERE type = 'table' AND name LIKE ${like}`
     })
     for (const { n } of names) if (n.startsWith(prefix)) yield* sql.unsafe(`DROP TABLE IF EXISTS ${n}`)

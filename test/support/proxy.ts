@@ -50,7 +50,10 @@ const reset = (socket: net.Socket) => {
  * refusing every connection until `restore`). It stops, closing every connection through it,
  * when the scope closes.
  */
-export const startProxy = (target: ProxyTarget, options: ProxyOptions = {}): Effect.Effect<TcpProxy, ProxyError, Scope.Scope> =>
+export const startProxy = (
+  target: ProxyTarget,
+  options: ProxyOptions = {}
+): Effect.Effect<TcpProxy, ProxyError, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.async<{ readonly server: net.Server; readonly proxy: TcpProxy; readonly closeAll: () => void }, ProxyError>(
       (resume) => {

@@ -13,9 +13,8 @@ export const inTransaction: Effect.Effect<boolean> = Effect.map(
 )
 
 /**
- * The text that makes the next transaction on a MySQL/MariaDB connection (an autocommit
- * statement is one) run at READ COMMITTED, without changing the session's own level.
- * See docs/retries.md for why claims and completions run at that level there.
+ * The text that makes the next transaction on a MySQL/MariaDB connection run at READ COMMITTED,
+ * without changing the session's own level (docs/retries.md: why claims run at that level).
  */
 export const NEXT_READ_COMMITTED = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"
 
@@ -32,17 +31,22 @@ export const readCommittedTransaction = <A, E, R>(
   sql: SqlClient.SqlClient,
   effect: Effect.Effect<A, E, R>
 ): Effect.Effect<A, E | SqlError, R> =>
-  Effect.flatMap(inTransaction, (inside) =>
-    inside ? effect : Effect.uninterruptibleMask((restore) =>
-      Effect.scoped(Effect.gen(function*() {
-        const conn = yield* sql.reserve
-        yield* conn.executeUnprepared(`${NEXT_READ_COMMITTED}; START TRANSACTION`, [], undefined)
-        const exit = yield* Effect.exit(restore(Effect.provideService(effect, SqlClient.TransactionConnection, [conn, 0] as const)))
-        if (Exit.isSuccess(exit)) {
-          yield* conn.executeUnprepared("COMMIT", [], undefined)
-          return exit.value
-        }
-        yield* Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined))
-        return yield* exit
-      }))
-    ))
+  Effect.flatMap(
+    inTransaction,
+    (inside) =>
+      inside ? effect : Effect.uninterruptibleMask((restore) =>
+        Effect.scoped(Effect.gen(function*() {
+          const conn = yield* sql.reserve
+          yield* conn.executeUnprepared(`${NEXT_READ_COMMITTED}; START TRANSACTION`, [], undefined)
+          const exit = yield* Effect.exit(
+            restore(Effect.provideService(effect, SqlClient.TransactionConnection, [conn, 0] as const))
+          )
+          if (Exit.isSuccess(exit)) {
+            yield* conn.executeUnprepared("COMMIT", [], undefined)
+            return exit.value
+          }
+          yield* Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined))
+          return yield* exit
+        }))
+      )
+  )

@@ -2,7 +2,8 @@
  * PostgreSQL: every statement that is PostgreSQL's own. Placeholders are `$1…`; BIGINT comes
  * back as a string; row counts are `rowCount`.
  */
-import { type Dialect, errorCode, isNetworkError, JOB_COLUMNS, RawSql, type Syntax, sqlFor } from "./sql.ts"
+import { type Dialect, errorCode, isNetworkError, JOB_COLUMNS } from "../sql/dialect.ts"
+import { RawSql, type Syntax, sqlFor } from "../sql/statement.ts"
 
 const syntax: Syntax = {
   name: "pg",
@@ -39,15 +40,17 @@ export const postgres: Dialect = {
     insert: ({ sql, jobs }, j) =>
       sql`INSERT INTO ${jobs} (id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, unique_key, run_at, created_at, updated_at) VALUES (${j.id}, ${j.name}, ${j.queue}, ${j.payload}, ${j.priority}, 'pending', 0, ${j.maxRetries}, ${j.claimTimeout}, ${j.uniqueKey}, ${j.runAt}, ${j.now}, ${j.now}) ON CONFLICT (unique_key) DO NOTHING`,
     insertNotify: (c, j, channel) =>
-      c.sql`WITH inserted AS (${postgres.jobs.insert(c, j)} RETURNING id, queue) SELECT id, pg_notify(${channel}, queue) FROM inserted`,
+      c.sql`WITH inserted AS (${
+        postgres.jobs.insert(c, j)
+      } RETURNING id, queue) SELECT id, pg_notify(${channel}, queue) FROM inserted`,
     // One statement: the subquery locks the best due row, skipping rows other claimers hold.
     claimReturning: ({ sql, jobs }, { set, due, capped, limit }) =>
       sql`UPDATE ${jobs} SET ${set} WHERE id IN (SELECT id FROM ${jobs} WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT ${limit} FOR UPDATE SKIP LOCKED)${capped} RETURNING ${JOB_COLUMNS}`,
     newToken: new RawSql("gen_random_uuid()::text"),
     updateReturning: true,
     lockHost: ({ sql, hosts }, host) => sql`SELECT host FROM ${hosts} WHERE host = ${host} FOR UPDATE`,
-    handOff: ({ sql, jobs }, leaseName, now) =>
-      sql`UPDATE ${jobs} SET run_at = LEAST(run_at, ${now}) WHERE id = (SELECT id FROM ${jobs} WHERE lease_name = ${leaseName} AND status = 'pending' ORDER BY priority DESC, created_at ASC LIMIT 1 FOR UPDATE SKIP LOCKED)`,
+    handOff: ({ sql, jobs }, leaseName, now, exceptId) =>
+      sql`UPDATE ${jobs} SET run_at = LEAST(run_at, ${now}) WHERE id = (SELECT id FROM ${jobs} WHERE lease_name = ${leaseName} AND status = 'pending' AND id <> ${exceptId} ORDER BY priority DESC, created_at ASC LIMIT 1 FOR UPDATE SKIP LOCKED)`,
     upsertHost: ({ sql, hosts }, host, now, maxConcurrent, codeVersion) =>
       sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining, code_version) VALUES (${host}, ${now}, ${now}, 0, ${maxConcurrent}, 0, ${codeVersion}) ON CONFLICT (host) DO UPDATE SET last_seen_at = EXCLUDED.last_seen_at, max_concurrent = EXCLUDED.max_concurrent, code_version = EXCLUDED.code_version`,
     ensureHost: ({ sql, hosts }, host, now) =>
@@ -60,7 +63,7 @@ export const postgres: Dialect = {
     finish: ({ sql, jobs, jobLocks }, f) =>
       sql`WITH done AS (${f.outcome} RETURNING id),
 released AS (DELETE FROM ${jobLocks} WHERE lockname = ${f.leaseName} AND lockowner = ${f.owner} RETURNING lockname),
-woke AS (UPDATE ${jobs} SET run_at = LEAST(run_at, ${f.now}) WHERE id = (SELECT id FROM ${jobs} WHERE lease_name = ${f.leaseName} AND status = 'pending' AND EXISTS (SELECT 1 FROM released) ORDER BY priority DESC, created_at ASC LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id),
+woke AS (UPDATE ${jobs} SET run_at = LEAST(run_at, ${f.now}) WHERE id = (SELECT id FROM ${jobs} WHERE lease_name = ${f.leaseName} AND status = 'pending' AND id <> ${f.id} AND EXISTS (SELECT 1 FROM released) ORDER BY priority DESC, created_at ASC LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id),
 rung AS (SELECT pg_notify(${f.channel}, ${f.leaseName}) FROM woke)
 SELECT (SELECT COUNT(*) FROM done) AS written, (SELECT COUNT(*) FROM released) AS released, (SELECT COUNT(*) FROM rung) AS woke`
   },
@@ -70,7 +73,9 @@ SELECT (SELECT COUNT(*) FROM done) AS written, (SELECT COUNT(*) FROM released) A
   isDisconnect: (cause) => {
     const code = errorCode(cause) ?? ""
     return code.startsWith("08") || ["57P01", "57P02", "57P03"].includes(code) || isNetworkError(cause) ||
-      /Connection terminated|connection timeout|Client has encountered a connection error/i.test(String((cause as Error | null)?.message ?? ""))
+      /Connection terminated|connection timeout|Client has encountered a connection error/i.test(
+        String((cause as Error | null)?.message ?? "")
+      )
   },
   affectedRows: (raw) => Number((raw as { rowCount?: number | null }).rowCount ?? 0)
 }

@@ -3,7 +3,8 @@
  * `affectedRows` (mysql2 counts matched rows). Tables use utf8mb4 with a binary collation so
  * names compare exactly as written (the server default is case-insensitive).
  */
-import { type Dialect, errorCode, isNetworkError, JOB_COLUMNS, type Syntax, sqlFor } from "./sql.ts"
+import { type Dialect, errorCode, isNetworkError, JOB_COLUMNS } from "../sql/dialect.ts"
+import { type Syntax, sqlFor } from "../sql/statement.ts"
 
 const syntax: Syntax = {
   name: "mysql",
@@ -45,8 +46,8 @@ export const mysql: Dialect = {
     readCommitted: true,
     lockHost: ({ sql, hosts }, host) => sql`SELECT host FROM ${hosts} WHERE host = ${host} FOR UPDATE`,
     // MySQL cannot select from the table it updates; a single-table UPDATE takes ORDER BY and LIMIT.
-    handOff: ({ sql, jobs }, leaseName, now) =>
-      sql`UPDATE ${jobs} SET run_at = LEAST(run_at, ${now}) WHERE lease_name = ${leaseName} AND status = 'pending' ORDER BY priority DESC, created_at ASC LIMIT 1`,
+    handOff: ({ sql, jobs }, leaseName, now, exceptId) =>
+      sql`UPDATE ${jobs} SET run_at = LEAST(run_at, ${now}) WHERE lease_name = ${leaseName} AND status = 'pending' AND id <> ${exceptId} ORDER BY priority DESC, created_at ASC LIMIT 1`,
     upsertHost: ({ sql, hosts }, host, now, maxConcurrent, codeVersion) =>
       sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining, code_version) VALUES (${host}, ${now}, ${now}, 0, ${maxConcurrent}, 0, ${codeVersion}) ON DUPLICATE KEY UPDATE last_seen_at = VALUES(last_seen_at), max_concurrent = VALUES(max_concurrent), code_version = VALUES(code_version)`,
     ensureHost: ({ sql, hosts }, host, now) =>
@@ -56,6 +57,7 @@ export const mysql: Dialect = {
   // mysql2 marks an error that ended the connection `fatal`; the codes cover a refused connect.
   isDisconnect: (cause) =>
     (cause as { fatal?: unknown } | null)?.fatal === true || isNetworkError(cause) ||
-    ["PROTOCOL_CONNECTION_LOST", "PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR", "ER_SERVER_SHUTDOWN", "ER_CON_COUNT_ERROR"].includes(errorCode(cause) ?? ""),
+    ["PROTOCOL_CONNECTION_LOST", "PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR", "ER_SERVER_SHUTDOWN", "ER_CON_COUNT_ERROR"]
+      .includes(errorCode(cause) ?? ""),
   affectedRows: (raw) => Number((raw as { affectedRows?: number }).affectedRows ?? 0)
 }

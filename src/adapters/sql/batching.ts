@@ -33,7 +33,9 @@ export const makeBatcher = <I, O, E>(
         Deferred.done(
           e.done,
           Exit.flatMap(exit, (results) =>
-            i < results.length ? Exit.succeed(results[i]!) : Exit.die(new Error(`batch returned ${results.length} results for ${batch.length} items`)))
+            i < results.length
+              ? Exit.succeed(results[i]!)
+              : Exit.die(new Error(`batch returned ${results.length} results for ${batch.length} items`)))
         ), { discard: true }))
 
   // Runs batches until nothing is pending, then lets the next call start again.

@@ -2,7 +2,8 @@
  * SQLite: every statement that is SQLite's own. Placeholders are `?`; INTEGER holds epoch ms;
  * row counts are better-sqlite3's `changes`.
  */
-import { type Dialect, errorCode, JOB_COLUMNS, RawSql, type Syntax, sqlFor } from "./sql.ts"
+import { type Dialect, errorCode, JOB_COLUMNS } from "../sql/dialect.ts"
+import { RawSql, type Syntax, sqlFor } from "../sql/statement.ts"
 
 const syntax: Syntax = {
   name: "sqlite",
@@ -40,8 +41,8 @@ export const sqlite: Dialect = {
     // 36 hex characters, the width of the claim token column.
     newToken: new RawSql("lower(hex(randomblob(18)))"),
     updateReturning: true,
-    handOff: ({ sql, jobs }, leaseName, now) =>
-      sql`UPDATE ${jobs} SET run_at = MIN(run_at, ${now}) WHERE id = (SELECT id FROM ${jobs} WHERE lease_name = ${leaseName} AND status = 'pending' ORDER BY priority DESC, created_at ASC LIMIT 1)`,
+    handOff: ({ sql, jobs }, leaseName, now, exceptId) =>
+      sql`UPDATE ${jobs} SET run_at = MIN(run_at, ${now}) WHERE id = (SELECT id FROM ${jobs} WHERE lease_name = ${leaseName} AND status = 'pending' AND id <> ${exceptId} ORDER BY priority DESC, created_at ASC LIMIT 1)`,
     upsertHost: ({ sql, hosts }, host, now, maxConcurrent, codeVersion) =>
       sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining, code_version) VALUES (${host}, ${now}, ${now}, 0, ${maxConcurrent}, 0, ${codeVersion}) ON CONFLICT (host) DO UPDATE SET last_seen_at = excluded.last_seen_at, max_concurrent = excluded.max_concurrent, code_version = excluded.code_version`,
     ensureHost: ({ sql, hosts }, host, now) =>

@@ -1,9 +1,9 @@
 /** Picks the dialect of a `SqlClient`, once, when a store is built. */
 import type { SqlClient } from "@effect/sql/SqlClient"
-import { mysql } from "./mysql.ts"
-import { postgres } from "./postgres.ts"
-import type { Dialect } from "./sql.ts"
-import { sqlite } from "./sqlite.ts"
+import { mysql } from "../mysql/dialect.ts"
+import { postgres } from "../postgres/dialect.ts"
+import { sqlite } from "../sqlite/dialect.ts"
+import type { Dialect } from "./dialect.ts"
 
 /** The dialect of `sql`; other databases are refused with a clear defect. */
 export const dialectOf = (sql: SqlClient): Dialect =>

@@ -66,7 +66,11 @@ const transientLoop = <A, E>(
       return Effect.zipRight(
         Effect.zipRight(
           Metric.increment(Metric.tagged(retriesExhausted, "purpose", purpose)),
-          Effect.logWarning(`${label}: rolled back by the database ${attempt + 1} times in a row (${(e as SqlError).message}); giving up`)
+          Effect.logWarning(
+            `${label}: rolled back by the database ${attempt + 1} times in a row (${
+              (e as SqlError).message
+            }); giving up`
+          )
         ),
         Effect.fail(e)
       )
@@ -74,7 +78,11 @@ const transientLoop = <A, E>(
     return Effect.zipRight(
       Effect.zipRight(
         Metric.increment(Metric.tagged(transientRetries, "purpose", purpose)),
-        Effect.logDebug(`${label}: rolled back by the database (${(e as SqlError).message}); sending it again (${attempt + 1}/${TRANSIENT_RETRIES})`)
+        Effect.logDebug(
+          `${label}: rolled back by the database (${(e as SqlError).message}); sending it again (${
+            attempt + 1
+          }/${TRANSIENT_RETRIES})`
+        )
       ),
       transientLoop(kinds, purpose, label, effect, attempt + 1)
     )
@@ -108,14 +116,19 @@ export const retryReconnecting = <A, E>(
     const label = `${purpose} (${detail})`
     const once = Effect.tapError(
       transientLoop(kinds, purpose, label, effect, 0),
-      (e) => kinds.isDisconnect(causeOf(e)) ? Effect.logWarning(`${label}: connection lost (${(e as SqlError).message}); trying again`) : Effect.void
+      (e) =>
+        kinds.isDisconnect(causeOf(e))
+          ? Effect.logWarning(`${label}: connection lost (${(e as SqlError).message}); trying again`)
+          : Effect.void
     )
     return Effect.retry(once, { schedule: reconnectSchedule, while: (e) => kinds.isDisconnect(causeOf(e)) }).pipe(
       Effect.tapError((e) =>
         kinds.isDisconnect(causeOf(e))
           ? Effect.zipRight(
             Metric.increment(Metric.tagged(retriesExhausted, "purpose", purpose)),
-            Effect.logWarning(`${label}: connection still lost after every retry (${(e as SqlError).message}); giving up`)
+            Effect.logWarning(
+              `${label}: connection still lost after every retry (${(e as SqlError).message}); giving up`
+            )
           )
           : Effect.void
       ),

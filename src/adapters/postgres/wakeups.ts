@@ -1,11 +1,14 @@
 /**
- * Wake-ups over PostgreSQL LISTEN/NOTIFY. An enqueue (and a release with a waiting hand-off)
- * sends `SELECT pg_notify(channel, queue)` inside its own transaction; an idle worker listening
- * on the channel claims at once instead of waiting for its next poll. Polling stays the
- * fallback, and a dropped LISTEN connection is opened again with backoff.
+ * Wake-ups over PostgreSQL LISTEN/NOTIFY (the src/ports/Wakeups.ts port). An enqueue (and a
+ * release with a waiting hand-off) sends `SELECT pg_notify(channel, queue)` inside its own
+ * transaction; an idle worker listening on the channel claims at once instead of waiting for its
+ * next poll. Polling stays the fallback, and a dropped LISTEN connection is opened again with
+ * backoff.
  */
-import { Duration, Effect, Schedule, Stream } from "effect"
+import type { PgClient } from "@effect/sql-pg"
+import { Duration, Effect, Option, Redacted, Schedule, Stream } from "effect"
 import pg from "pg"
+import type { WakeupsApi } from "../../ports/Wakeups.ts"
 
 /** How to reach PostgreSQL for the listening connection. */
 export interface ListenConfig {
@@ -35,7 +38,10 @@ export const listen = (config: ListenConfig, channel: string): Stream.Stream<str
         if (msg.channel === channel) void emit.single(msg.payload ?? "")
       })
       yield* Effect.tryPromise({ try: () => client.connect(), catch: (e) => e as Error })
-      yield* Effect.tryPromise({ try: () => client.query(`LISTEN ${client.escapeIdentifier(channel)}`), catch: (e) => e as Error })
+      yield* Effect.tryPromise({
+        try: () => client.query(`LISTEN ${client.escapeIdentifier(channel)}`),
+        catch: (e) => e as Error
+      })
       // Tells the consumer the listener is (again) in place, so it can check for missed work.
       yield* Effect.promise(() => emit.single(""))
     })
@@ -45,6 +51,23 @@ export const listen = (config: ListenConfig, channel: string): Stream.Stream<str
 export const listenForever = (config: ListenConfig, channel: string): Stream.Stream<string> =>
   listen(config, channel).pipe(
     Stream.tapError((e) => Effect.logWarning(`LISTEN ${channel} dropped; reconnecting`, e)),
-    Stream.retry(Schedule.exponential(Duration.millis(200)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(30))))),
+    Stream.retry(
+      Schedule.exponential(Duration.millis(200)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(30))))
+    ),
     Stream.orDie
   )
+
+/** The listening connection's settings, taken from the app's `PgClient` configuration. */
+export const listenConfig = (c: PgClient.PgClientConfig): ListenConfig => ({
+  connectionString: c.url === undefined ? undefined : Redacted.value(c.url),
+  host: c.host,
+  port: c.port,
+  user: c.username,
+  password: c.password === undefined ? undefined : Redacted.value(c.password),
+  database: c.database
+})
+
+/** LISTEN/NOTIFY wake-ups on the database a `PgClient` with this configuration reaches. */
+export const make = (config: PgClient.PgClientConfig): WakeupsApi => ({
+  listen: (channel) => Option.some(Stream.map(listenForever(listenConfig(config), channel), () => undefined))
+})

@@ -1,0 +1,8 @@
+/**
+ * The job store as the package exports it (`import { JobStore } from "leasehold"`): the service
+ * Tags, its interface, and the SQL and in-memory layers. Most apps never touch it directly:
+ * `Leasehold.layer` builds it; read it to list or inspect jobs.
+ */
+export { JobLeases, JobStore, type JobStoreApi } from "./ports/JobStore.ts"
+export { layer, make } from "./adapters/sql/JobStore.ts"
+export { makeMemoryJobStore, memoryJobStoreLayer } from "./adapters/memory/JobStore.ts"

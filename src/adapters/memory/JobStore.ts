@@ -1,0 +1,205 @@
+/**
+ * The in-memory JobStore: a fold over the job transitions of src/core/transitions.ts, one
+ * atomic `Ref` update per write, so claims cannot interleave (which the SQL stores achieve with
+ * row locks). It is the model the SQL stores must agree with.
+ */
+import { Effect, Layer, Option } from "effect"
+import { isStale } from "../../core/jobs.ts"
+import type { LeaseRow } from "../../core/lease.ts"
+import type { ClaimInput, ClaimResult, HostRow, JobCount, JobRow } from "../../core/model.ts"
+import { tableNames } from "../../core/tables.ts"
+import {
+  applyClaim,
+  applyDefer,
+  applyHandOff,
+  applyOutcome,
+  applyReap,
+  applyRetryDead,
+  claimOrder,
+  handOffOrder,
+  isWaiting,
+  isDue,
+  isOurs,
+  isRetryable,
+  mayDefer,
+  newJobRow
+} from "../../core/transitions.ts"
+import { JobLeases, JobStore, type JobStoreApi } from "../../ports/JobStore.ts"
+import { MemoryDatabase, type MemoryDatabaseApi, modifyTable } from "./database.ts"
+import { makeMemoryLeaseLock } from "./LeaseLock.ts"
+
+const byName = <A>(key: (a: A) => string) => (a: A, b: A) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0)
+
+/** A host row as a drain or resume first creates it. */
+const newHost = (host: string, now: number): HostRow => ({
+  host,
+  lastSeenAt: now,
+  startedAt: now,
+  running: 0,
+  maxConcurrent: 0,
+  draining: false,
+  drainExpiresAt: null,
+  codeVersion: null
+})
+
+/**
+ * Builds the in-memory JobStore on `db` for one prefix. Its tables must exist (the migrator
+ * creates them), as on a database.
+ */
+export const makeMemoryJobStore = (
+  db: MemoryDatabaseApi,
+  options: { readonly prefix?: string | undefined } = {}
+): JobStoreApi => {
+  const tables = tableNames(options.prefix)
+  const jobsTable = <A>(f: (rows: ReadonlyMap<string, JobRow>) => readonly [A, ReadonlyMap<string, JobRow>?]) =>
+    modifyTable(db, tables.jobs, f)
+  const hostsTable = <A>(f: (rows: ReadonlyMap<string, HostRow>) => readonly [A, ReadonlyMap<string, HostRow>?]) =>
+    modifyTable(db, tables.hosts, f)
+  const put = <V>(rows: ReadonlyMap<string, V>, key: string, row: V) => new Map(rows).set(key, row)
+
+  /** Applies `change` to one row if `guard` holds; true when it changed. */
+  const update = (id: string, guard: (row: JobRow) => boolean, change: (row: JobRow) => JobRow) =>
+    jobsTable((rows) => {
+      const row = rows.get(id)
+      if (row === undefined || !guard(row)) return [false]
+      return [true, put(rows, id, change(row))]
+    })
+
+  const handOff = (leaseName: string, now: number, exceptId?: string) =>
+    jobsTable((rows) => {
+      const next = [...rows.values()].filter((r) => isWaiting(r, leaseName, exceptId)).sort(handOffOrder)[0]
+      if (next === undefined) return [false]
+      return [true, put(rows, next.id, applyHandOff(next, now))]
+    })
+
+  const running = (rows: ReadonlyMap<string, JobRow>, host: string) =>
+    [...rows.values()].filter((r) => r.claimedBy === host && r.status === "processing").length
+
+  const claim = (input: ClaimInput) =>
+    jobsTable((rows): readonly [ClaimResult, ReadonlyMap<string, JobRow>?] => {
+      const cap = input.hostCap ?? 0
+      if (cap > 0) {
+        const n = running(rows, input.host)
+        if (n >= cap) return [{ _tag: "Capped", running: n }]
+      }
+      const due = [...rows.values()].filter((r) => isDue(r, input.now, input.queues)).sort(claimOrder)[0]
+      if (due === undefined) return [{ _tag: "NothingDue" }]
+      const job = applyClaim(due, input)
+      return [{ _tag: "Claimed", job }, put(rows, job.id, job)]
+    })
+
+  const staleRows = (rows: ReadonlyMap<string, JobRow>, now: number, timeout: number) =>
+    [...rows.values()].filter((r) => r.status === "processing" && isStale(r, timeout, now))
+
+  const releaseLease = (lease: string, token: string) =>
+    modifyTable(db, tables.jobLocks, (rows: ReadonlyMap<string, LeaseRow>) => {
+      if (rows.get(lease)?.owner !== token) return [false]
+      const next = new Map(rows)
+      next.delete(lease)
+      return [true, next]
+    })
+
+  const upsertHost = (host: string, now: number, change: (row: HostRow) => HostRow) =>
+    hostsTable((rows) => [undefined, put(rows, host, change(rows.get(host) ?? newHost(host, now)))])
+
+  return JobStore.of({
+    tables,
+    insert: (job) =>
+      jobsTable(
+        (rows): readonly [{ readonly id: string; readonly duplicate: boolean }, ReadonlyMap<string, JobRow>?] => {
+          const existing = [...rows.values()].find((r) => r.uniqueKey === job.uniqueKey)
+          if (existing !== undefined) return [{ id: existing.id, duplicate: true }]
+          return [{ id: job.id, duplicate: false }, put(rows, job.id, newJobRow(job))]
+        }
+      ),
+    claim,
+    finish: (input) =>
+      Effect.gen(function*() {
+        const written = yield* update(input.id, (r) =>
+          isOurs(r, input.token), (r) =>
+          applyOutcome(r, input.outcome, input.now))
+        const lease = input.lease
+        if (lease === undefined) {
+          return { written, lease: "none" as const }
+        }
+        const released = yield* releaseLease(lease, input.token)
+        if (released) {
+          yield* handOff(lease, input.now, input.id)
+        }
+        return { written, lease: released ? "released" as const : "lost" as const }
+      }),
+    defer: (id, token, now, runAt, leaseName) =>
+      update(id, (r) => mayDefer(r, token), (r) => applyDefer(r, now, runAt, leaseName)),
+    heartbeat: (id, token, now) => update(id, (r) => isOurs(r, token), (r) => ({ ...r, heartbeatAt: now })),
+    stale: (now, timeout, limit) =>
+      jobsTable((rows) => [staleRows(rows, now, timeout).sort((a, b) => a.updatedAt - b.updatedAt).slice(0, limit)]),
+    reap: (row, decision, now, timeout) =>
+      update(
+        row.id,
+        (r) => r.attempts === row.attempts && r.status === "processing" && isStale(r, timeout, now),
+        (r) => applyReap(r, decision, now)
+      ),
+    handOff,
+    get: (id) => jobsTable((rows) => [Option.fromNullable(rows.get(id))]),
+    list: (f) =>
+      jobsTable((rows) => [
+        [...rows.values()]
+          .filter((r) =>
+            (f.status === undefined || r.status === f.status) && (f.queue === undefined || r.queue === f.queue) &&
+            (f.name === undefined || r.name === f.name)
+          )
+          .sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+          .slice(0, f.limit)
+      ]),
+    counts: jobsTable((rows) => {
+      const counts = new Map<string, JobCount>()
+      for (const r of rows.values()) {
+        const key = JSON.stringify([r.queue, r.status])
+        counts.set(key, { queue: r.queue, status: r.status, count: (counts.get(key)?.count ?? 0) + 1 })
+      }
+      return [
+        [...counts.values()].sort((a, b) =>
+          byName<JobCount>((c) => c.queue)(a, b) || byName<JobCount>((c) => c.status)(a, b)
+        )
+      ]
+    }),
+    retryDead: (id, now) => update(id, isRetryable, (r) => applyRetryDead(r, now)),
+    purge: (status, before) =>
+      jobsTable((rows) => {
+        const next = new Map(rows)
+        let n = 0
+        for (const r of rows.values()) {
+          const finished = status === "completed" ? r.completedAt : r.failedAt
+          if (r.status === status && finished !== null && finished < before) {
+            next.delete(r.id)
+            n++
+          }
+        }
+        return [n, next]
+      }),
+    touchHost: (host, now, fields) =>
+      upsertHost(
+        host,
+        now,
+        (r) => ({ ...r, lastSeenAt: now, maxConcurrent: fields.maxConcurrent, codeVersion: fields.codeVersion })
+      ),
+    getHost: (host) => hostsTable((rows) => [Option.fromNullable(rows.get(host))]),
+    listHosts: hostsTable((rows) => [[...rows.values()].sort(byName<HostRow>((h) => h.host))]),
+    drain: (host, now, expiresAt) =>
+      upsertHost(host, now, (r) => ({ ...r, draining: true, drainExpiresAt: expiresAt, lastSeenAt: now })),
+    resume: (host, now) =>
+      upsertHost(host, now, (r) => ({ ...r, draining: false, drainExpiresAt: null, lastSeenAt: now }))
+  })
+}
+
+/** A layer providing the in-memory `JobStore` and `JobLeases` on the `MemoryDatabase`. */
+export const memoryJobStoreLayer = (
+  options: { readonly prefix?: string | undefined } = {}
+): Layer.Layer<JobStore | JobLeases, never, MemoryDatabase> =>
+  Layer.merge(
+    Layer.effect(JobStore, Effect.map(MemoryDatabase, (db) => makeMemoryJobStore(db, options))),
+    Layer.effect(
+      JobLeases,
+      Effect.map(MemoryDatabase, (db) => makeMemoryLeaseLock(db, { table: tableNames(options.prefix).jobLocks }))
+    )
+  )

@@ -1,0 +1,303 @@
+/**
+ * The SQL JobStore (the port in src/ports/JobStore.ts) on PostgreSQL, MySQL/MariaDB and
+ * SQLite. It runs the dialect folder's statements; every decision is made in src/core.
+ */
+import { SqlClient } from "@effect/sql"
+import { randomUUID } from "node:crypto"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Effect, Either, Layer, Option } from "effect"
+import type { JobStatus } from "../../core/jobs.ts"
+import type { ClaimInput, ClaimResult, FinishInput, Finished, JobRow, NewJob } from "../../core/model.ts"
+import { tableNames } from "../../core/tables.ts"
+import { applyClaim, showsOutcome } from "../../core/transitions.ts"
+import { JobLeases, JobStore, type JobStoreApi } from "../../ports/JobStore.ts"
+import { makeBatcher } from "./batching.ts"
+import { decodeHostRow, decodeJobRow, decodeLeaseRow } from "./decode.ts"
+import { dialectOf } from "./dialects.ts"
+import { jobStatements } from "./jobStatements.ts"
+import * as LeaseLock from "./LeaseLock.ts"
+import { leaseStatements } from "./leaseStatements.ts"
+import { retryReconnecting, retryTransient } from "./retry.ts"
+import type { Statement } from "./statement.ts"
+import { inTransaction, readCommittedTransaction } from "./transaction.ts"
+
+const int = (v: unknown): number => Number(v)
+
+/**
+ * Builds the SQL JobStore over the current `SqlClient` for one table prefix. The dialect is
+ * resolved here, once; statements run without the app's name transforms, and inside the
+ * caller's transaction when there is one (so an enqueue joins it).
+ */
+export const make = (
+  options: { readonly prefix?: string | undefined } = {}
+): Effect.Effect<JobStoreApi, never, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const dialect = dialectOf(sql)
+    const tables = tableNames(options.prefix)
+    const s = jobStatements(dialect, tables)
+
+    const rows = (st: Statement) =>
+      sql.unsafe<Record<string, unknown>>(st.sql, st.params as Array<unknown>).withoutTransform
+    const changed = (st: Statement) =>
+      Effect.map(sql.unsafe(st.sql, st.params as Array<unknown>).raw, dialect.affectedRows)
+    const first = <A>(st: Statement, decode: (r: Record<string, unknown>) => A) =>
+      Effect.map(rows(st), (r) => Option.map(Option.fromNullable(r[0]), decode))
+    const jobs = (st: Statement) => Effect.map(rows(st), (r) => r.map(decodeJobRow))
+
+    // MySQL/MariaDB: claims run at READ COMMITTED, which takes no gap locks, so a claim and a
+    // completion cannot wait on each other's index gaps and deadlock (docs/retries.md).
+    const readCommitted = dialect.jobs.readCommitted === true
+    const write = changed
+    const transaction = <A, E>(effect: Effect.Effect<A, E>) =>
+      readCommitted ? readCommittedTransaction(sql, effect) : sql.withTransaction(effect)
+
+    // PostgreSQL: wake idle workers. Sent after the write, in the same transaction when there
+    // is one, so a rolled-back enqueue wakes nobody. A failed notify is only a missed wake-up.
+    const notify = (payload: string) =>
+      s.notify === undefined ? Effect.void : Effect.ignoreLogged(rows(s.notify(payload)))
+
+    // PostgreSQL inserts and notifies in one statement; elsewhere there is nothing to notify.
+    const insertRow = (job: NewJob) =>
+      s.insertNotify === undefined ? changed(s.insert(job)) : Effect.map(rows(s.insertNotify(job)), (r) => r.length)
+
+    const insert = (job: NewJob) =>
+      Effect.gen(function*() {
+        const inserted = yield* Effect.either(insertRow(job))
+        if (inserted._tag === "Right" && inserted.right > 0) return { id: job.id, duplicate: false }
+        // Nothing inserted (or, on MySQL, a duplicate-key error): the key is taken.
+        const existing = yield* first(s.idByUniqueKey(job.uniqueKey), (r) => String(r.id))
+        if (Option.isSome(existing)) return { id: existing.value, duplicate: true }
+        if (inserted._tag === "Left") return yield* Effect.fail(inserted.left)
+        return yield* Effect.dieMessage(`enqueue inserted nothing and found no job with unique key ${job.uniqueKey}`)
+      })
+
+    const countRunning = (host: string) => Effect.map(rows(s.countRunning(host)), (r) => int(r[0]?.n ?? 0))
+
+    // Up to `limit` rows in one claim, best first. A single row carries the caller's token;
+    // rows of a batch each get a fresh one (made by the database where it can).
+    const claimRows = (input: ClaimInput, limit: number): Effect.Effect<ReadonlyArray<JobRow>, SqlError> => {
+      if (s.claimReturning) {
+        return limit <= 1
+          ? jobs(s.claimReturning(input))
+          : Effect.map(jobs(s.claimBatchReturning!(input, limit)), (r) =>
+            [...r].sort((a, b) => b.priority - a.priority || a.runAt - b.runAt))
+      }
+      // MySQL has no UPDATE … RETURNING: lock due rows (skipping rows other claimers hold) and
+      // update them by id in one transaction; holding their locks, the rows end as applyClaim says.
+      return transaction(Effect.gen(function*() {
+        const picked = yield* jobs(s.pickDue(input, limit))
+        if (picked.length === 0) {
+          return []
+        }
+        const tokens = picked.map((r, i) => ({ id: r.id, token: i === 0 ? input.claimToken : randomUUID() }))
+        yield* changed(s.claimByIds(input, tokens))
+        return picked.map((r, i) =>
+          applyClaim(r, { ...input, claimToken: tokens[i]!.token })
+        )
+      }))
+    }
+    const claimRow = (input: ClaimInput) => Effect.map(claimRows(input, 1), (r) => Option.fromNullable(r[0]))
+
+    // Concurrent uncapped claims (a worker's fibers) go as one statement; see ./batching.ts.
+    // Claims for different queues, hosts or caps are grouped apart; the latest `now` is used.
+    const claimTogether = makeBatcher<ClaimInput, Option.Option<JobRow>, SqlError>(64, (inputs) =>
+      Effect.gen(function*() {
+        const groups = new Map<string, Array<number>>()
+        inputs.forEach((input, i) => {
+          const key = JSON.stringify([input.queues ?? null, input.host, input.timeoutCap ?? null])
+          groups.set(key, [...(groups.get(key) ?? []), i])
+        })
+        const out: Array<Option.Option<JobRow>> = inputs.map(() =>
+          Option.none()
+        )
+        for (const members of groups.values()) {
+          const first = inputs[members[0]!]!
+          const now = Math.max(...members.map((i) => inputs[i]!.now))
+          const claimed = yield* retryTransient(dialect, "claim", claimRows({ ...first, now }, members.length))
+          claimed.forEach((row, k) => (out[members[k]!] = Option.some(row)))
+        }
+        return out
+      }))
+
+    const claim = (input: ClaimInput): Effect.Effect<ClaimResult, SqlError> => {
+      const cap = input.hostCap ?? 0
+      if (cap <= 0) {
+        return Effect.map(
+          Effect.flatMap(inTransaction, (inside) => (inside ? claimRow(input) : claimTogether(input))),
+          Option.match({
+            onNone: (): ClaimResult => ({ _tag: "NothingDue" }),
+            onSome: (job): ClaimResult => ({ _tag: "Claimed", job })
+          })
+        )
+      }
+      if (s.lockHost === undefined) {
+        // SQLite: one statement counts and claims; the database allows one writer at a time.
+        return Effect.flatMap(jobs(s.claimReturning!(input, cap)), (r) =>
+          r[0] !== undefined
+            ? Effect.succeed<ClaimResult>({ _tag: "Claimed", job: r[0] })
+            : Effect.map(countRunning(input.host), (running): ClaimResult =>
+              running >= cap ? { _tag: "Capped", running } : { _tag: "NothingDue" }))
+      }
+      // PostgreSQL, MySQL: the host row is locked while counting and claiming, so two claimers
+      // on one host cannot both see room for one more.
+      return transaction(Effect.gen(function*() {
+        yield* changed(s.ensureHost(input.host, input.now))
+        yield* rows(s.lockHost!(input.host))
+        const running = yield* countRunning(input.host)
+        if (running >= cap) return { _tag: "Capped", running } as ClaimResult
+        return Option.match(yield* claimRow(input), {
+          onNone: (): ClaimResult => ({ _tag: "NothingDue" }),
+          onSome: (job): ClaimResult => ({ _tag: "Claimed", job })
+        })
+      }))
+    }
+
+    // A guarded job-row write on its own; a deadlock victim is sent again at once (./retry.ts).
+    const yes = (purpose: string, st: Statement) =>
+      retryTransient(dialect, purpose, Effect.map(write(st), (n) => n > 0))
+
+    // A lost connection leaves a statement run or not run. finish's writes are all fenced (on
+    // the claim token, the lease owner), so sending one again cannot write twice (./retry.ts).
+    const patiently = <A>(purpose: string, detail: string, effect: Effect.Effect<A, SqlError>) =>
+      retryReconnecting(dialect, purpose, detail, effect)
+
+    const leaseSql = leaseStatements(dialect.syntax, dialect.lease, tables.jobLocks)
+    // When a retried write reports "fenced", the first try may have run and only its reply been
+    // lost: the row tells.
+    const confirm = (input: FinishInput, written: boolean, retried: boolean) =>
+      written || !retried
+        ? Effect.succeed(written)
+        : Effect.map(
+          first(s.byId(input.id), decodeJobRow),
+          Option.exists((r) => showsOutcome(r, input.token, input.outcome))
+        )
+    // When a retried release found nothing to delete, the first try may have deleted it. A lease
+    // someone took before our finish began was taken over (lost); anything else we released.
+    const lostAfterRetry = (input: FinishInput, name: string) =>
+      Effect.map(first(leaseSql.read(name), decodeLeaseRow), (row): Finished["lease"] =>
+        Option.exists(row, (r) =>
+            r.owner !== input.token && r.acquiredAt < input.now)
+          ? "lost"
+          : "released")
+
+    // Concurrent plain completions (no lease) go as one statement, each fenced on its own token.
+    const completeTogether = makeBatcher<FinishInput, boolean, SqlError>(64, (items) =>
+      Effect.gen(function*() {
+        if (items.length === 1) {
+          return [
+            yield* finishAlone(items[0]!).pipe(Effect.map((f) =>
+              f.written
+            ))
+          ]
+        }
+        let tries = 0
+        const now = Math.max(...items.map((i) => i.now))
+        const st = s.completeBatch(items, now)
+        // Two attempts of one job (one of them fenced) may share a batch: match id and token.
+        const key = (id: unknown, token: unknown) => `${String(id)}\u0000${String(token)}`
+        const sent = yield* patiently(
+          "complete",
+          `${items.length} jobs`,
+          Effect.suspend(() => (tries++,
+            dialect.jobs.updateReturning
+              ? Effect.map(rows(st), (r) => new Set(r.map((x) => key(x.id, x.claim_token))))
+              : Effect.map(write(st), (n) => (n === items.length
+                ? new Set(items.map((i) => key(i.id, i.token)))
+                : undefined)))
+          )
+        )
+        if (sent !== undefined && tries === 1) return items.map((i) => sent.has(key(i.id, i.token)))
+        // MySQL with some fenced, or a retry after a lost reply: completion keeps the token, so
+        // the rows tell exactly which were completed by these attempts.
+        const done = new Set((yield* rows(s.completedOf(items.map((i) => i.id)))).map((r) => key(r.id, r.claim_token)))
+        return items.map((i) => done.has(key(i.id, i.token)))
+      }))
+
+    const finish = (input: FinishInput): Effect.Effect<Finished, SqlError> =>
+      input.outcome._tag === "Complete" && input.lease === undefined
+        ? Effect.flatMap(inTransaction, (inside) =>
+          inside
+            ? finishAlone(input)
+            : Effect.map(completeTogether(input), (written) => ({ written, lease: "none" as const })))
+        : finishAlone(input)
+
+    const finishAlone = (input: FinishInput): Effect.Effect<Finished, SqlError> =>
+      Effect.gen(function*() {
+        let tries = 0
+        const counted = <A>(effect: Effect.Effect<A, SqlError>) => Effect.suspend(() => (tries++, effect))
+        const lease = input.lease
+        if (lease !== undefined && s.finish !== undefined) {
+          const st = s.finish(input.id, input.token, input.now, input.outcome, lease)
+          const r = (yield* patiently("finish", `job ${input.id}`, counted(rows(st))))[0] ?? {}
+          const written = yield* confirm(input, int(r.written) > 0, tries > 1)
+          if (int(r.released) > 0) {
+            return { written, lease: "released" }
+          }
+          return { written, lease: tries > 1 ? yield* lostAfterRetry(input, lease) : "lost" }
+        }
+        const n = yield* patiently(
+          "finish",
+          `job ${input.id}`,
+          counted(write(s.outcome(input.id, input.token, input.now, input.outcome)))
+        )
+        const written = yield* confirm(input, n > 0, tries > 1)
+        if (lease === undefined) return { written, lease: "none" }
+        tries = 0
+        const released = yield* Effect.either(
+          patiently("release", `lease ${lease}`, counted(changed(s.releaseLease(lease, input.token))))
+        )
+        if (Either.isLeft(released)) {
+          yield* Effect.logWarning(`lease ${lease} release failed; it will expire`, released.left)
+          return { written, lease: "unknown" }
+        }
+        if (released.right > 0) {
+          yield* Effect.ignoreLogged(handOff(lease, input.now, input.id))
+          return { written, lease: "released" }
+        }
+        return { written, lease: tries > 1 ? yield* lostAfterRetry(input, lease) : "lost" }
+      })
+
+    const handOff = (leaseName: string, now: number, exceptId?: string) =>
+      Effect.tap(
+        yes("hand-off", s.handOff(leaseName, now, exceptId)),
+        (woke) => (woke ? notify(leaseName) : Effect.void)
+      )
+
+    return JobStore.of({
+      tables,
+      // A deadlock on the unique key rolled the insert back; sending it again is safe.
+      insert: (job) => retryTransient(dialect, "enqueue", insert(job)),
+      claim: (input) => retryTransient(dialect, "claim", claim(input)),
+      finish,
+      defer: (id, token, now, runAt, leaseName) => yes("defer", s.defer(id, token, now, runAt, leaseName)),
+      heartbeat: (id, token, now) => yes("heartbeat", s.heartbeat(id, token, now)),
+      stale: (now, timeout, limit) => jobs(s.stale(now, timeout, limit)),
+      reap: (row, decision, now, timeout) => yes("reap", s.reap(row, decision, now, timeout)),
+      handOff,
+      get: (id) => first(s.byId(id), decodeJobRow),
+      list: (filter) => jobs(s.list(filter)),
+      counts: Effect.map(
+        rows(s.counts),
+        (r) => r.map((x) => ({ queue: String(x.queue), status: String(x.status) as JobStatus, count: int(x.n) }))
+      ),
+      retryDead: (id, now) => yes("retry dead", s.retryDead(id, now)),
+      purge: (status, before) => changed(s.purge(status, before)),
+      touchHost: (host, now, fields) => Effect.asVoid(changed(s.upsertHost(host, now, fields))),
+      getHost: (host) => first(s.hostByName(host), decodeHostRow),
+      listHosts: Effect.map(rows(s.listHosts), (r) => r.map(decodeHostRow)),
+      drain: (host, now, expiresAt) =>
+        Effect.zipRight(changed(s.ensureHost(host, now)), Effect.asVoid(changed(s.drain(host, now, expiresAt)))),
+      resume: (host, now) =>
+        Effect.zipRight(changed(s.ensureHost(host, now)), Effect.asVoid(changed(s.resume(host, now))))
+    })
+  })
+
+/** A layer providing the SQL `JobStore` and `JobLeases` for one prefix over the current `SqlClient`. */
+export const layer = (
+  options: { readonly prefix?: string | undefined } = {}
+): Layer.Layer<JobStore | JobLeases, never, SqlClient.SqlClient> =>
+  Layer.merge(
+    Layer.effect(JobStore, make(options)),
+    Layer.effect(JobLeases, LeaseLock.make({ table: tableNames(options.prefix).jobLocks }))
+  )

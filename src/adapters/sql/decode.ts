@@ -1,0 +1,54 @@
+/** Rows as the drivers return them (BIGINT as string, number or bigint), decoded to the domain's. */
+import { decodeEpochMs, type LeaseRow } from "../../core/lease.ts"
+import type { JobStatus } from "../../core/jobs.ts"
+import type { HostRow, JobRow } from "../../core/model.ts"
+
+const int = (v: unknown): number => Number(v)
+const intOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v))
+const msOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : decodeEpochMs(v))
+const strOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : String(v))
+
+/** Decodes a job row from any driver (BIGINT as string, number or bigint). */
+export const decodeJobRow = (r: Record<string, unknown>): JobRow => ({
+  id: String(r.id),
+  name: String(r.name),
+  queue: String(r.queue),
+  payload: String(r.payload),
+  priority: int(r.priority),
+  status: String(r.status) as JobStatus,
+  attempts: int(r.attempts),
+  maxRetries: int(r.max_retries),
+  claimTimeout: intOrNull(r.claim_timeout),
+  claimToken: strOrNull(r.claim_token),
+  claimedBy: strOrNull(r.claimed_by),
+  uniqueKey: String(r.unique_key),
+  leaseName: strOrNull(r.lease_name),
+  heartbeatAt: msOrNull(r.heartbeat_at),
+  lastError: strOrNull(r.last_error),
+  runAt: decodeEpochMs(r.run_at),
+  completedAt: msOrNull(r.completed_at),
+  failedAt: msOrNull(r.failed_at),
+  createdAt: decodeEpochMs(r.created_at),
+  updatedAt: decodeEpochMs(r.updated_at)
+})
+
+/** Decodes a host row. */
+export const decodeHostRow = (r: Record<string, unknown>): HostRow => ({
+  host: String(r.host),
+  lastSeenAt: decodeEpochMs(r.last_seen_at),
+  startedAt: decodeEpochMs(r.started_at),
+  running: int(r.running),
+  maxConcurrent: int(r.max_concurrent),
+  draining: int(r.draining) !== 0,
+  drainExpiresAt: msOrNull(r.drain_expires_at),
+  codeVersion: strOrNull(r.code_version)
+})
+
+/** Decodes a lease row from any driver (BIGINT as string, number or bigint). */
+export const decodeLeaseRow = (row: Record<string, unknown>): LeaseRow => ({
+  name: String(row.lockname),
+  owner: String(row.lockowner),
+  host: row.lockhost === null || row.lockhost === undefined ? null : String(row.lockhost),
+  acquiredAt: decodeEpochMs(row.acquiredat),
+  expiresAt: decodeEpochMs(row.expiresat)
+})

@@ -1,0 +1,155 @@
+/**
+ * What each dialect folder (src/adapters/postgres, mysql, sqlite) supplies to the shared SQL
+ * stores: its syntax, its own statements, and how it classifies driver errors.
+ */
+import type { LeaseRow } from "../../core/lease.ts"
+import type { NewJob } from "../../core/model.ts"
+import { RawSql, type Statement, type Syntax } from "./statement.ts"
+
+/** What a dialect file supplies for the lease table. */
+export interface LeaseDialect {
+  readonly createTable: (table: RawSql, tableName: string) => Statement
+  readonly tableExists: (tableName: string) => Statement
+  readonly insert: (table: RawSql, row: LeaseRow) => Statement
+  /** `INSERT … ON CONFLICT DO UPDATE … WHERE expired RETURNING`, where the database has it. */
+  readonly acquire?: (table: RawSql, row: LeaseRow) => Statement
+}
+
+/** Everything that differs between databases, one value per dialect file. */
+export interface Dialect {
+  readonly syntax: Syntax
+  readonly lease: LeaseDialect
+  readonly jobs: JobDialect
+  /** Rows a statement changed, from the driver's `.raw` result. */
+  readonly affectedRows: (raw: unknown) => number
+  /**
+   * Whether a driver error means "rolled back, try again" (a deadlock victim, a serialization
+   * failure), so a statement or claim that ran on its own can safely be retried.
+   */
+  readonly isTransient: (cause: unknown) => boolean
+  /**
+   * Whether a driver error means the connection was lost or refused: the statement may or may
+   * not have run, so only a statement fenced against running twice may be sent again.
+   */
+  readonly isDisconnect: (cause: unknown) => boolean
+}
+
+/** Socket-level error codes that Node's net module and both network drivers use. */
+const NETWORK_CODES = new Set([
+  "ECONNRESET",
+  "ECONNREFUSED",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN"
+])
+
+/** Whether a cause (or the cause inside it) carries a socket-level error code. */
+export const isNetworkError = (cause: unknown): boolean => {
+  for (let c = cause, depth = 0; c !== null && typeof c === "object" && depth < 4; depth++) {
+    if (NETWORK_CODES.has(errorCode(c) ?? "")) return true
+    c = (c as { cause?: unknown }).cause
+  }
+  return false
+}
+
+/** The driver's error code, if it has one. */
+export const errorCode = (cause: unknown): string | undefined => {
+  const code = (cause as { code?: unknown } | null)?.code
+  return typeof code === "string" ? code : undefined
+}
+
+// ---------------------------------------------------------------------------------------------
+// Jobs and hosts
+
+/** The columns of a job row, in table order. */
+export const JOB_COLUMNS = new RawSql(
+  "id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, claim_token, claimed_by, " +
+    "unique_key, lease_name, heartbeat_at, last_error, run_at, completed_at, failed_at, created_at, updated_at"
+)
+
+/** The quoted tables and the builder a dialect's job statements are written with. */
+export interface JobSqlContext {
+  readonly sql: (strings: TemplateStringsArray, ...values: ReadonlyArray<unknown>) => Statement
+  readonly jobs: RawSql
+  readonly hosts: RawSql
+  /** The lease table of exclusive jobs and concurrency keys. */
+  readonly jobLocks: RawSql
+  /** The claim index, (status, priority DESC, run_at), named after the jobs table. */
+  readonly claimIndex: RawSql
+}
+
+/** The name of the claim index of a jobs table. */
+export const claimIndexName = (jobsTable: string) => `${jobsTable}_claim`
+
+/** What a claim writes and which rows it may take, for a dialect to wrap in its own form. */
+export interface ClaimParts {
+  /** `status = 'processing', attempts = attempts + 1, claim_token = …` */
+  readonly set: Statement
+  /** `status = 'pending' AND run_at <= … [AND queue IN (…)]` */
+  readonly due: Statement
+  /** With a host cap on SQLite: `AND (running count) < cap`, else empty. */
+  readonly capped: Statement
+  /** How many rows to claim at most. */
+  readonly limit: RawSql
+}
+
+/** What a dialect file supplies for the jobs and hosts tables. */
+export interface JobDialect {
+  /** Inserts a job; where the database allows, a taken unique key inserts nothing instead of failing. */
+  readonly insert: (c: JobSqlContext, job: NewJob) => Statement
+  /** One statement that claims up to `limit` due rows and returns them (PostgreSQL, SQLite). */
+  readonly claimReturning?: (c: JobSqlContext, parts: ClaimParts) => Statement
+  /** A fresh claim token made by the database, one per row, for batch claims (PostgreSQL, SQLite). */
+  readonly newToken?: RawSql
+  /** Locks up to `limit` due rows for a claim inside a transaction, skipping rows others hold (MySQL). */
+  readonly pickDue?: (c: JobSqlContext, due: Statement, limit: RawSql) => Statement
+  /** Whether UPDATE can return the rows it changed (PostgreSQL, SQLite). */
+  readonly updateReturning: boolean
+  /**
+   * Claims run in a transaction at READ COMMITTED rather than the session's level (MySQL/MariaDB,
+   * whose default REPEATABLE READ takes gap locks that let a claim and a completion deadlock).
+   */
+  readonly readCommitted?: true
+  /** Locks the host row while counting and claiming under a host cap (PostgreSQL, MySQL). */
+  readonly lockHost?: (c: JobSqlContext, host: string) => Statement
+  /** Makes the best job waiting on a lease (highest priority, then oldest) due now. */
+  readonly handOff: (c: JobSqlContext, leaseName: string, now: number, exceptId: string) => Statement
+  /** Inserts a host row or refreshes it. */
+  readonly upsertHost: (
+    c: JobSqlContext,
+    host: string,
+    now: number,
+    maxConcurrent: number,
+    codeVersion: string | null
+  ) => Statement
+  /** Inserts a host row if it is missing. */
+  readonly ensureHost: (c: JobSqlContext, host: string, now: number) => Statement
+  /**
+   * Inserts a job and wakes listening workers in one statement, returning the row's id only if
+   * it was inserted (PostgreSQL: the notification goes out when the statement's transaction commits).
+   */
+  readonly insertNotify?: (c: JobSqlContext, job: NewJob, channel: string) => Statement
+  /** Wakes listening workers, inside the current transaction (PostgreSQL). */
+  readonly notify?: (c: JobSqlContext, channel: string, payload: string) => Statement
+  /**
+   * One statement that ends an exclusive attempt (PostgreSQL): writes `outcome` (fenced on the
+   * claim token), releases the lease (owner-fenced) and, only if it did, hands off to the best
+   * waiting job and wakes listeners. Returns one row: written, released, woke (counts).
+   */
+  readonly finish?: (c: JobSqlContext, f: FinishParts) => Statement
+}
+
+/** The pieces of a one-statement finish. */
+export interface FinishParts {
+  /** The finishing job: never its own hand-off waiter (a retry keeps its backoff). */
+  readonly id: string
+  /** The fenced outcome UPDATE, without RETURNING. */
+  readonly outcome: Statement
+  readonly leaseName: string
+  /** The attempt's claim token, which owns the lease. */
+  readonly owner: string
+  readonly now: number
+  readonly channel: string
+}

@@ -1,0 +1,169 @@
+/**
+ * The job and host statements that read the same on every database, for one dialect and one
+ * table prefix; whatever differs comes from the dialect folder's `JobDialect`.
+ */
+import type { ReapDecision } from "../../core/jobs.ts"
+import type { ClaimInput, JobFilter, NewJob, Outcome } from "../../core/model.ts"
+import type { TableNames } from "../../core/tables.ts"
+import { REAPED_DEAD, REAPED_RETRY } from "../../core/transitions.ts"
+import { claimIndexName, type Dialect, JOB_COLUMNS, type JobSqlContext } from "./dialect.ts"
+import { checkIdentifier, joined, literalInt, RawSql, type Statement, SqlList, sqlFor } from "./statement.ts"
+
+/** The job and host statements for one dialect and one table prefix. */
+export const jobStatements = (dialect: Dialect, tables: TableNames) => {
+  const sql = sqlFor(dialect.syntax)
+  const jobs = new RawSql(dialect.syntax.quote(checkIdentifier(tables.jobs)))
+  const hosts = new RawSql(dialect.syntax.quote(checkIdentifier(tables.hosts)))
+  const jobLocks = new RawSql(dialect.syntax.quote(checkIdentifier(tables.jobLocks)))
+  const c: JobSqlContext = {
+    sql,
+    jobs,
+    hosts,
+    jobLocks,
+    claimIndex: new RawSql(dialect.syntax.quote(claimIndexName(tables.jobs)))
+  }
+  const d = dialect.jobs
+  const cols = JOB_COLUMNS
+  const empty = sql``
+
+  const countRunning = (host: string) =>
+    sql`SELECT COUNT(*) AS n FROM ${jobs} WHERE claimed_by = ${host} AND status = 'processing'`
+  // Pending, due, in the worker's queues.
+  const due = (input: ClaimInput) =>
+    input.queues === undefined
+      ? sql`status = 'pending' AND run_at <= ${input.now}`
+      : sql`status = 'pending' AND run_at <= ${input.now} AND queue IN (${new SqlList(input.queues)})`
+  // A fresh token, this host, attempts + 1, no heartbeat, and the timeout capped by the worker's.
+  const claimSet = (input: ClaimInput, token: unknown = input.claimToken) =>
+    input.timeoutCap === undefined
+      ? sql`status = 'processing', attempts = attempts + 1, claim_token = ${token}, claimed_by = ${input.host}, heartbeat_at = NULL, updated_at = ${input.now}`
+      : sql`status = 'processing', attempts = attempts + 1, claim_token = ${token}, claimed_by = ${input.host}, heartbeat_at = NULL, updated_at = ${input.now}, claim_timeout = CASE WHEN claim_timeout IS NULL OR claim_timeout > ${input.timeoutCap} THEN ${input.timeoutCap} ELSE claim_timeout END`
+  // Stale: last seen (heartbeat, else last update) more than t + max(60, t) seconds ago.
+  // Timeouts are at most MAX_TIMEOUT_SECONDS, so the grace in ms fits a 32-bit integer.
+  const staleAt = (now: number, timeout: number) =>
+    sql`status = 'processing' AND COALESCE(heartbeat_at, updated_at) + (COALESCE(claim_timeout, ${timeout}) + CASE WHEN COALESCE(claim_timeout, ${timeout}) > 60 THEN COALESCE(claim_timeout, ${timeout}) ELSE 60 END) * 1000 < ${now}`
+  const outcome = (id: string, token: string, now: number, o: Outcome): Statement => {
+    const ours = sql`WHERE id = ${id} AND status = 'processing' AND claim_token = ${token}`
+    switch (o._tag) {
+      case "Complete":
+        return sql`UPDATE ${jobs} SET status = 'completed', completed_at = ${now}, updated_at = ${now} ${ours}`
+      case "Retry":
+        return sql`UPDATE ${jobs} SET status = 'pending', run_at = ${o.runAt}, last_error = ${o.error}, claim_token = NULL, updated_at = ${now} ${ours}`
+      case "Kill":
+        return sql`UPDATE ${jobs} SET status = 'failed', failed_at = ${now}, last_error = ${o.error}, updated_at = ${now} ${ours}`
+    }
+  }
+  const reapGuard = (row: { readonly id: string; readonly attempts: number }, now: number, timeout: number) =>
+    sql`WHERE id = ${row.id} AND attempts = ${row.attempts} AND ${staleAt(now, timeout)}`
+
+  return {
+    insert: (job: NewJob) => d.insert(c, job),
+    insertNotify: d.insertNotify === undefined ? undefined : (job: NewJob) => d.insertNotify!(c, job, tables.channel),
+    idByUniqueKey: (key: string) => sql`SELECT id FROM ${jobs} WHERE unique_key = ${key}`,
+    byId: (id: string) => sql`SELECT ${cols} FROM ${jobs} WHERE id = ${id}`,
+    claimReturning: d.claimReturning === undefined ?
+      undefined :
+      (input: ClaimInput, cap?: number) =>
+        d.claimReturning!(c, {
+          set: claimSet(input),
+          due: due(input),
+          capped: cap === undefined ? empty : sql` AND (${countRunning(input.host)}) < ${cap}`,
+          limit: literalInt(1)
+        }),
+    /** Claims up to `limit` rows, each with a token the database makes (PostgreSQL, SQLite). */
+    claimBatchReturning: d.claimReturning === undefined || d.newToken === undefined ?
+      undefined :
+      (input: ClaimInput, limit: number) =>
+        d.claimReturning!(c, {
+          set: claimSet(input, d.newToken),
+          due: due(input),
+          capped: empty,
+          limit: literalInt(limit)
+        }),
+    pickDue: (input: ClaimInput, limit = 1) => d.pickDue!(c, due(input), literalInt(limit)),
+    /** Claims the locked rows `ids` with one token each (MySQL's batch claim). */
+    claimByIds: (input: ClaimInput, rows: ReadonlyArray<{ readonly id: string; readonly token: string }>) =>
+      sql`UPDATE ${jobs} SET ${
+        claimSet(input, sql`CASE ${joined(rows.map((r) => sql`WHEN id = ${r.id} THEN ${r.token}`), " ")} END`)
+      } WHERE id IN (${new SqlList(rows.map((r) => r.id))}) AND status = 'pending'`,
+    /**
+     * Completes several attempts at once, each fenced on its own token; where the database can,
+     * returns the id and token of each row it completed (two attempts of one job may meet here).
+     */
+    completeBatch: (items: ReadonlyArray<{ readonly id: string; readonly token: string }>, now: number) =>
+      sql`UPDATE ${jobs} SET status = 'completed', completed_at = ${now}, updated_at = ${now} WHERE status = 'processing' AND (${
+        joined(items.map((i) => sql`(id = ${i.id} AND claim_token = ${i.token})`), " OR ")
+      })${d.updateReturning ? sql` RETURNING id, claim_token` : empty}`,
+    /** The id and token of each of `ids` that is completed, to tell which of a batch were ours. */
+    completedOf: (ids: ReadonlyArray<string>) =>
+      sql`SELECT id, claim_token FROM ${jobs} WHERE status = 'completed' AND id IN (${new SqlList(ids)})`,
+    countRunning,
+    lockHost: d.lockHost === undefined ? undefined : (host: string) => d.lockHost!(c, host),
+    ensureHost: (host: string, now: number) => d.ensureHost(c, host, now),
+    outcome,
+    /** Releases an attempt's job lease (owner-fenced). */
+    releaseLease: (leaseName: string, owner: string) =>
+      sql`DELETE FROM ${jobLocks} WHERE lockname = ${leaseName} AND lockowner = ${owner}`,
+    finish: d.finish === undefined ?
+      undefined :
+      (id: string, token: string, now: number, o: Outcome, leaseName: string) =>
+        d.finish!(c, {
+          id,
+          outcome: outcome(id, token, now, o),
+          leaseName,
+          owner: token,
+          now,
+          channel: tables.channel
+        }),
+    defer: (id: string, token: string, now: number, runAt: number, leaseName: string) =>
+      sql`UPDATE ${jobs} SET status = 'pending', attempts = attempts - 1, run_at = ${runAt}, claim_token = NULL, lease_name = ${leaseName}, updated_at = ${now} WHERE id = ${id} AND status = 'processing' AND claim_token = ${token} AND attempts > 0`,
+    heartbeat: (id: string, token: string, now: number) =>
+      sql`UPDATE ${jobs} SET heartbeat_at = ${now} WHERE id = ${id} AND status = 'processing' AND claim_token = ${token}`,
+    stale: (now: number, timeout: number, limit: number) =>
+      sql`SELECT ${cols} FROM ${jobs} WHERE ${staleAt(now, timeout)} ORDER BY updated_at ASC LIMIT ${
+        literalInt(limit)
+      }`,
+    reap: (
+      row: { readonly id: string; readonly attempts: number },
+      decision: ReapDecision,
+      now: number,
+      timeout: number
+    ) => {
+      const guard = reapGuard(row, now, timeout)
+      switch (decision._tag) {
+        case "Retry":
+          return sql`UPDATE ${jobs} SET status = 'pending', run_at = ${decision.runAt}, claim_token = NULL, last_error = ${REAPED_RETRY}, updated_at = ${now} ${guard}`
+        case "Dead":
+          return sql`UPDATE ${jobs} SET status = 'failed', failed_at = ${now}, claim_token = NULL, last_error = ${REAPED_DEAD}, updated_at = ${now} ${guard}`
+        case "Interrupted":
+          return sql`UPDATE ${jobs} SET status = 'interrupted', failed_at = ${now}, claim_token = NULL, last_error = ${decision.message}, updated_at = ${now} ${guard}`
+      }
+    },
+    handOff: (leaseName: string, now: number, exceptId = "") => d.handOff(c, leaseName, now, exceptId),
+    notify: d.notify === undefined ? undefined : (payload: string) => d.notify!(c, tables.channel, payload),
+    list: (f: JobFilter) =>
+      sql`SELECT ${cols} FROM ${jobs} WHERE 1 = 1${f.status === undefined ? empty : sql` AND status = ${f.status}`}${
+        f.queue === undefined ? empty : sql` AND queue = ${f.queue}`
+      }${f.name === undefined ? empty : sql` AND name = ${f.name}`} ORDER BY created_at DESC, id ASC LIMIT ${
+        literalInt(f.limit)
+      }`,
+    counts: sql`SELECT queue, status, COUNT(*) AS n FROM ${jobs} GROUP BY queue, status ORDER BY queue, status`,
+    retryDead: (id: string, now: number) =>
+      sql`UPDATE ${jobs} SET status = 'pending', attempts = 0, run_at = ${now}, claim_token = NULL, failed_at = NULL, updated_at = ${now} WHERE id = ${id} AND status IN ('failed', 'interrupted')`,
+    purge: (status: "completed" | "failed" | "interrupted", before: number) =>
+      status === "completed"
+        ? sql`DELETE FROM ${jobs} WHERE status = 'completed' AND completed_at < ${before}`
+        : sql`DELETE FROM ${jobs} WHERE status = ${status} AND failed_at < ${before}`,
+    upsertHost: (
+      host: string,
+      now: number,
+      f: { readonly maxConcurrent: number; readonly codeVersion: string | null }
+    ) => d.upsertHost(c, host, now, f.maxConcurrent, f.codeVersion),
+    hostByName: (host: string) => sql`SELECT * FROM ${hosts} WHERE host = ${host}`,
+    listHosts: sql`SELECT * FROM ${hosts} ORDER BY host`,
+    drain: (host: string, now: number, expiresAt: number | null) =>
+      sql`UPDATE ${hosts} SET draining = 1, drain_expires_at = ${expiresAt}, last_seen_at = ${now} WHERE host = ${host}`,
+    resume: (host: string, now: number) =>
+      sql`UPDATE ${hosts} SET draining = 0, drain_expires_at = NULL, last_seen_at = ${now} WHERE host = ${host}`
+  }
+}

@@ -1,0 +1,53 @@
+/** The lease-table statements (docs/behaviour.md §2) shared by every dialect. */
+import type { LeaseRow } from "../../core/lease.ts"
+import type { LeaseDialect } from "./dialect.ts"
+import { checkIdentifier, RawSql, type Statement, sqlFor, type Syntax } from "./statement.ts"
+
+/** The lease-table statements (docs/behaviour.md §2) for one dialect and one table. */
+export interface LeaseStatements {
+  readonly table: string
+  readonly owner: (name: string) => Statement
+  readonly read: (name: string) => Statement
+  /** Inserts a new lease; on PostgreSQL and SQLite a duplicate name inserts nothing instead of failing. */
+  readonly insert: (row: LeaseRow) => Statement
+  /**
+   * Insert and take-over as one statement where the dialect has one (PostgreSQL, SQLite): inserts
+   * the row, or takes over an existing one that expired strictly before `now`, and returns a row
+   * only when it did either. It never raises a duplicate-key error.
+   */
+  readonly acquire: ((row: LeaseRow) => Statement) | undefined
+  /** Takes over the lease only where it expired strictly before `now`. */
+  readonly takeOver: (row: LeaseRow) => Statement
+  readonly renew: (name: string, owner: string, expiresAt: number) => Statement
+  /** Deletes our own lease; with `expiredBefore`, only if it also expired before then. */
+  readonly release: (name: string, owner: string, expiredBefore?: number) => Statement
+  /** Every row, ordered by name. */
+  readonly list: Statement
+  readonly createTable: Statement
+  /** Asks the catalog whether the table exists (never a probe that fails). */
+  readonly tableExists: Statement
+}
+
+/** Builds the lease statements for one table from the shared SQL and the dialect's own. */
+export const leaseStatements = (syntax: Syntax, dialect: LeaseDialect, tableName: string): LeaseStatements => {
+  const sql = sqlFor(syntax)
+  const t = new RawSql(syntax.quote(checkIdentifier(tableName)))
+  return {
+    table: tableName,
+    owner: (name) => sql`SELECT lockowner FROM ${t} WHERE lockname = ${name}`,
+    read: (name) => sql`SELECT lockname, lockowner, lockhost, acquiredat, expiresat FROM ${t} WHERE lockname = ${name}`,
+    insert: (row) => dialect.insert(t, row),
+    acquire: dialect.acquire === undefined ? undefined : (row) => dialect.acquire!(t, row),
+    takeOver: (row) =>
+      sql`UPDATE ${t} SET lockowner = ${row.owner}, lockhost = ${row.host}, acquiredat = ${row.acquiredAt}, expiresat = ${row.expiresAt} WHERE lockname = ${row.name} AND expiresat < ${row.acquiredAt}`,
+    renew: (name, owner, expiresAt) =>
+      sql`UPDATE ${t} SET expiresat = ${expiresAt} WHERE lockname = ${name} AND lockowner = ${owner}`,
+    release: (name, owner, expiredBefore) =>
+      expiredBefore === undefined
+        ? sql`DELETE FROM ${t} WHERE lockname = ${name} AND lockowner = ${owner}`
+        : sql`DELETE FROM ${t} WHERE lockname = ${name} AND lockowner = ${owner} AND expiresat < ${expiredBefore}`,
+    list: sql`SELECT lockname, lockowner, lockhost, acquiredat, expiresat FROM ${t} ORDER BY lockname`,
+    createTable: dialect.createTable(t, tableName),
+    tableExists: dialect.tableExists(tableName)
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * leasehold's own schema, as a numbered list of migrations (docs/behaviour.md §1, §10). Each
+ * dialect's DDL lives in its own folder (src/adapters/{postgres,mysql,sqlite}/schema.ts). Every statement is idempotent
+ * (`IF NOT EXISTS`): migrations do not run in a transaction (DDL commits one on MySQL), so a
+ * step that died half-way must be safe to run again.
+ *
+ * The runner that applies them under the migration lock is `src/runtime/migrate.ts`; the
+ * bookkeeping statements it needs (its own tables, which migrations are applied) are here too,
+ * so every piece of SQL leasehold sends lives in src/adapters.
+ */
+import type { TableNames } from "../../core/tables.ts"
+import { mysql } from "../mysql/dialect.ts"
+import { mysqlSchema } from "../mysql/schema.ts"
+import { postgres } from "../postgres/dialect.ts"
+import { postgresSchema } from "../postgres/schema.ts"
+import { sqlite } from "../sqlite/dialect.ts"
+import { sqliteSchema } from "../sqlite/schema.ts"
+import type { AppliedMigration, Migration, SchemaDialect } from "../../ports/MigrationStore.ts"
+import type { Dialect } from "./dialect.ts"
+import { leaseStatements } from "./leaseStatements.ts"
+import { type DialectSchema, quotedTables } from "./schemaNames.ts"
+import { type Statement, sqlFor } from "./statement.ts"
+
+export { indexName } from "./schemaNames.ts"
+export type { AppliedMigration, Migration, SchemaDialect } from "../../ports/MigrationStore.ts"
+
+/** The dialect objects and their DDL, by name. */
+const dialects: { readonly [D in SchemaDialect]: Dialect } = { pg: postgres, mysql, sqlite }
+const schemas: { readonly [D in SchemaDialect]: DialectSchema } = {
+  pg: postgresSchema,
+  mysql: mysqlSchema,
+  sqlite: sqliteSchema
+}
+
+/** The LeaseLock table's CREATE TABLE, as the LeaseLock itself defines it (one definition). */
+const leaseTable = (dialect: SchemaDialect, table: string): Statement => {
+  const d = dialects[dialect]
+  return leaseStatements(d.syntax, d.lease, table).createTable
+}
+
+// ---------------------------------------------------------------------------------------------
+// Migration 1: jobs, hosts and the job lock table.
+//
+// The claim index is (status, priority DESC, run_at), not (status, run_at, priority): the claim
+// reads `status = 'pending' AND run_at <= now ORDER BY priority DESC, run_at ASC LIMIT 1`, and
+// only this order lets the index deliver rows already sorted. On MySQL that matters for
+// correctness under load, not just speed: with a filesort, `FOR UPDATE SKIP LOCKED` locks every
+// due row it reads before LIMIT applies, and concurrent claimers then skip them all.
+
+/** Migration 1: the jobs table and its indexes, the hosts table and the job lock table. */
+export const createJobTables: Migration = {
+  id: 1,
+  name: "create jobs, hosts and job locks",
+  statements: (dialect, t) => [...schemas[dialect].createJobsAndHosts(t), leaseTable(dialect, t.jobLocks)],
+  memoryTables: (t) => [t.jobs, t.hosts, t.jobLocks]
+}
+
+/** leasehold's migrations, in the order they apply. Append new ones; never edit an applied one. */
+export const migrations: ReadonlyArray<Migration> = [createJobTables]
+
+// ---------------------------------------------------------------------------------------------
+// Bookkeeping: the runner's own tables, created before it takes the lock.
+
+/** The statements the migration runner needs for its own bookkeeping, for one dialect and prefix. */
+export interface BookkeepingStatements {
+  /** CREATE TABLE IF NOT EXISTS of the migrations table. */
+  readonly createMigrations: Statement
+  /** CREATE TABLE IF NOT EXISTS of the migration lock table (the LeaseLock shape). */
+  readonly createMigrationLocks: Statement
+  /** Asks the catalog whether a table exists (a failing probe would abort a PostgreSQL transaction). */
+  readonly tableExists: (table: string) => Statement
+  /** The applied migrations, by id. */
+  readonly applied: Statement
+  /** Records one applied migration (its id is the primary key, so it is recorded once). */
+  readonly record: (row: AppliedMigration) => Statement
+}
+
+/** The runner's bookkeeping statements for `dialect` and `tables`. */
+export const bookkeepingStatements = (dialect: SchemaDialect, tables: TableNames): BookkeepingStatements => {
+  const sql = sqlFor(dialects[dialect].syntax)
+  const t = quotedTables(dialects[dialect].syntax, tables).migrations
+  return {
+    createMigrations: schemas[dialect].createMigrations(tables),
+    createMigrationLocks: leaseTable(dialect, tables.migrationLocks),
+    tableExists: (table) => dialects[dialect].lease.tableExists(table),
+    applied: sql`SELECT id, name, applied_at FROM ${t} ORDER BY id`,
+    record: (row) => sql`INSERT INTO ${t} (id, name, applied_at) VALUES (${row.id}, ${row.name}, ${row.appliedAt})`
+  }
+}

@@ -1,0 +1,45 @@
+/** The names the schema gives its tables and indexes, quoted for one dialect's DDL. */
+import { createHash } from "node:crypto"
+import type { TableNames } from "../../core/tables.ts"
+import { claimIndexName } from "./dialect.ts"
+import { checkIdentifier, RawSql, type Statement, type Syntax } from "./statement.ts"
+
+/** The longest identifier every supported database keeps whole (PostgreSQL truncates at 63 bytes). */
+const MAX_IDENTIFIER = 63
+
+/**
+ * An index name that carries its table's name, so two prefixes in one database never collide
+ * (PostgreSQL index names are global to a schema). A name that would not fit is shortened and
+ * made unique again with a hash of the table name, rather than silently truncated.
+ */
+export const indexName = (table: string, suffix: string): string => {
+  const whole = `${table}_${suffix}`
+  if (whole.length <= MAX_IDENTIFIER) return checkIdentifier(whole)
+  const hash = createHash("sha256").update(table, "utf8").digest("hex").slice(0, 8)
+  return checkIdentifier(`${table.slice(0, MAX_IDENTIFIER - suffix.length - hash.length - 2)}_${hash}_${suffix}`)
+}
+
+/** Identifiers of one prefix, quoted for one dialect, ready to splice into DDL. */
+export const quotedTables = (syntax: Syntax, t: TableNames) => {
+  const q = (name: string) => new RawSql(syntax.quote(checkIdentifier(name)))
+  return {
+    jobs: q(t.jobs),
+    hosts: q(t.hosts),
+    migrations: q(t.migrations),
+    // The claim index keeps the name the MySQL claim statement forces (`FORCE INDEX`).
+    claimIndex: q(claimIndexName(t.jobs)),
+    queueIndex: q(indexName(t.jobs, "queue_status")),
+    purgeIndex: q(indexName(t.jobs, "status_completed")),
+    uniqueKeyIndex: q(indexName(t.jobs, "unique_key")),
+    leaseIndex: q(indexName(t.jobs, "lease_status")),
+    hostIndex: q(indexName(t.jobs, "claimed_by_status"))
+  }
+}
+
+/** One dialect's DDL: what each dialect folder's schema.ts supplies. */
+export interface DialectSchema {
+  /** Migration 1's jobs and hosts tables with their indexes (the lease table comes from the LeaseLock). */
+  readonly createJobsAndHosts: (t: TableNames) => ReadonlyArray<Statement>
+  /** The migration runner's own bookkeeping table. */
+  readonly createMigrations: (t: TableNames) => Statement
+}

@@ -1,0 +1,119 @@
+/**
+ * The domain's data (docs/behaviour.md §1): job and host rows, what enqueue, claim and the end
+ * of an attempt carry. Plain data, shared by the ports, every store and the runtime.
+ */
+import type { JobStatus } from "./jobs.ts"
+
+/** One row of the jobs table. Times are epoch ms. */
+export interface JobRow {
+  readonly id: string
+  readonly name: string
+  readonly queue: string
+  /** The payload as the job type's Schema encoded it, in JSON. */
+  readonly payload: string
+  readonly priority: number
+  readonly status: JobStatus
+  readonly attempts: number
+  readonly maxRetries: number
+  /** Seconds; the smaller of the job type's timeout and the claiming worker's cap. */
+  readonly claimTimeout: number | null
+  readonly claimToken: string | null
+  readonly claimedBy: string | null
+  readonly uniqueKey: string
+  /** The lease a deferred job waits for, so a release can hand off to it. */
+  readonly leaseName: string | null
+  readonly heartbeatAt: number | null
+  readonly lastError: string | null
+  readonly runAt: number
+  readonly completedAt: number | null
+  readonly failedAt: number | null
+  readonly createdAt: number
+  readonly updatedAt: number
+}
+
+/** A job row to insert. `uniqueKey` is the job's own id when the caller gave none. */
+export interface NewJob {
+  readonly id: string
+  readonly name: string
+  readonly queue: string
+  readonly payload: string
+  readonly priority: number
+  readonly maxRetries: number
+  readonly claimTimeout: number
+  readonly uniqueKey: string
+  readonly runAt: number
+  readonly now: number
+}
+
+/** What a claim asks for. */
+export interface ClaimInput {
+  /** Claim only from these queues; all queues when undefined. */
+  readonly queues: ReadonlyArray<string> | undefined
+  readonly host: string
+  readonly now: number
+  /** The fresh claim token this attempt will carry. */
+  readonly claimToken: string
+  /** The worker's timeout cap in seconds: the claim stores min(row's timeout, cap). */
+  readonly timeoutCap: number | undefined
+  /** With a cap > 0, a host whose processing rows reach it claims nothing. */
+  readonly hostCap: number | undefined
+}
+
+/** The outcome of a claim. */
+export type ClaimResult =
+  | { readonly _tag: "Claimed"; readonly job: JobRow }
+  | { readonly _tag: "NothingDue" }
+  | { readonly _tag: "Capped"; readonly running: number }
+
+/** What an attempt's outcome writes (fenced on its claim token). */
+export type Outcome =
+  | { readonly _tag: "Complete" }
+  | { readonly _tag: "Retry"; readonly runAt: number; readonly error: string }
+  | { readonly _tag: "Kill"; readonly error: string }
+
+/** What ends an attempt. */
+export interface FinishInput {
+  readonly id: string
+  readonly token: string
+  readonly now: number
+  readonly outcome: Outcome
+  /** The lease the attempt holds, to release (and hand off) with the outcome. */
+  readonly lease?: string | undefined
+}
+
+/**
+ * What `finish` did. `written` false: fenced (the claim was reaped and re-claimed). `lease`:
+ * `released`, `lost` (not ours any more: taken over after it expired), `unknown` (the release
+ * failed, or a retry after a lost connection cannot tell), or `none` (no lease).
+ */
+export interface Finished {
+  readonly written: boolean
+  readonly lease: "none" | "released" | "lost" | "unknown"
+}
+
+/** One row of the hosts table. */
+export interface HostRow {
+  readonly host: string
+  readonly lastSeenAt: number
+  readonly startedAt: number
+  readonly running: number
+  readonly maxConcurrent: number
+  readonly draining: boolean
+  readonly drainExpiresAt: number | null
+  readonly codeVersion: string | null
+}
+
+/** Counts of jobs per queue and status. */
+export interface JobCount {
+  readonly queue: string
+  readonly status: JobStatus
+  readonly count: number
+}
+
+/** Filter for listing jobs. */
+export interface JobFilter {
+  readonly status?: JobStatus | undefined
+  readonly queue?: string | undefined
+  readonly name?: string | undefined
+  readonly limit: number
+}

@@ -1,0 +1,168 @@
+/**
+ * The job state machine as pure transitions over rows (docs/behaviour.md §5–§7): what a claim,
+ * an outcome, a deferral, a reap, a hand-off and a retry of a dead job do to a row, and when
+ * each may apply. The in-memory store is a fold over these; the SQL stores write the same
+ * changes in their statements, and the conformance suites hold them to it.
+ */
+import type { ReapDecision } from "./jobs.ts"
+import { giveBackAttempt } from "./lease.ts"
+import type { ClaimInput, JobRow, NewJob, Outcome } from "./model.ts"
+
+/** `last_error` of a row the reaper sent back to pending. */
+export const REAPED_RETRY = "reaped: no sign of life within its grace (worker gone or stuck); retrying"
+/** `last_error` of a row the reaper marked dead. */
+export const REAPED_DEAD = "reaped: no sign of life within its grace (worker gone or stuck); retries used up"
+
+/** A new row as enqueue writes it: pending, no attempts yet. */
+export const newJobRow = (job: NewJob): JobRow => ({
+  id: job.id,
+  name: job.name,
+  queue: job.queue,
+  payload: job.payload,
+  priority: job.priority,
+  status: "pending",
+  attempts: 0,
+  maxRetries: job.maxRetries,
+  claimTimeout: job.claimTimeout,
+  claimToken: null,
+  claimedBy: null,
+  uniqueKey: job.uniqueKey,
+  leaseName: null,
+  heartbeatAt: null,
+  lastError: null,
+  runAt: job.runAt,
+  completedAt: null,
+  failedAt: null,
+  createdAt: job.now,
+  updatedAt: job.now
+})
+
+/** Whether `row` may be claimed at `now` by a worker of `queues` (all queues when undefined). */
+export const isDue = (row: JobRow, now: number, queues: ReadonlyArray<string> | undefined): boolean =>
+  row.status === "pending" && row.runAt <= now && (queues === undefined || queues.includes(row.queue))
+
+/** Claim order: higher priority first, then the earliest run_at (then the oldest). */
+export const claimOrder = (a: JobRow, b: JobRow): number =>
+  b.priority - a.priority || a.runAt - b.runAt || a.createdAt - b.createdAt
+
+/** Hand-off order among jobs waiting on one lease: higher priority first, then the oldest. */
+export const handOffOrder = (a: JobRow, b: JobRow): number => b.priority - a.priority || a.createdAt - b.createdAt
+
+/** A worker's timeout cap applied to a row's: the smaller of the two (no cap: the row's). */
+export const cappedTimeout = (rowTimeout: number | null, cap: number | undefined): number | null =>
+  cap !== undefined && (rowTimeout === null || rowTimeout > cap) ? cap : rowTimeout
+
+/** A claimed row as the claim leaves it: processing, one more attempt, our token and host. */
+export const applyClaim = (row: JobRow, input: ClaimInput): JobRow => ({
+  ...row,
+  status: "processing",
+  attempts: row.attempts + 1,
+  claimToken: input.claimToken,
+  claimedBy: input.host,
+  heartbeatAt: null,
+  updatedAt: input.now,
+  claimTimeout: cappedTimeout(row.claimTimeout, input.timeoutCap)
+})
+
+/** Whether `row` is the running attempt that holds `token` (every attempt write is fenced on it). */
+export const isOurs = (row: JobRow, token: string): boolean => row.status === "processing" && row.claimToken === token
+
+/** The row as an attempt's outcome leaves it. A retry clears the token; completion and death keep it. */
+export const applyOutcome = (row: JobRow, outcome: Outcome, now: number): JobRow => {
+  switch (outcome._tag) {
+    case "Complete":
+      return { ...row, status: "completed", completedAt: now, updatedAt: now }
+    case "Retry":
+      return {
+        ...row,
+        status: "pending",
+        runAt: outcome.runAt,
+        lastError: outcome.error,
+        claimToken: null,
+        updatedAt: now
+      }
+    case "Kill":
+      return { ...row, status: "failed", failedAt: now, lastError: outcome.error, updatedAt: now }
+  }
+}
+
+/**
+ * Whether a busy lease may defer the attempt holding `token`: it must be ours and have an
+ * attempt to give back (a row with none is refused, never clamped: it was not claimed by us).
+ */
+export const mayDefer = (row: JobRow, token: string): boolean => isOurs(row, token) && row.attempts > 0
+
+/** The row as a deferral leaves it: pending at `runAt`, its attempt given back, waiting on the lease. */
+export const applyDefer = (row: JobRow, now: number, runAt: number, leaseName: string): JobRow => ({
+  ...row,
+  status: "pending",
+  attempts: giveBackAttempt(row.attempts),
+  runAt,
+  claimToken: null,
+  leaseName,
+  updatedAt: now
+})
+
+/** The row as a reap leaves it (the reaper decided with `reapDecision` in ./jobs.ts). */
+export const applyReap = (row: JobRow, decision: ReapDecision, now: number): JobRow => {
+  switch (decision._tag) {
+    case "Retry":
+      return {
+        ...row,
+        status: "pending",
+        runAt: decision.runAt,
+        claimToken: null,
+        lastError: REAPED_RETRY,
+        updatedAt: now
+      }
+    case "Dead":
+      return { ...row, status: "failed", failedAt: now, claimToken: null, lastError: REAPED_DEAD, updatedAt: now }
+    case "Interrupted":
+      return {
+        ...row,
+        status: "interrupted",
+        failedAt: now,
+        claimToken: null,
+        lastError: decision.message,
+        updatedAt: now
+      }
+  }
+}
+
+/**
+ * Whether `row` waits on `leaseName` for a hand-off. The attempt that releases the lease is
+ * never its own waiter (`exceptId`): a retry written with the release keeps its backoff.
+ */
+export const isWaiting = (row: JobRow, leaseName: string, exceptId?: string): boolean =>
+  row.leaseName === leaseName && row.status === "pending" && row.id !== exceptId
+
+/** A hand-off makes the chosen waiter due now (never later than it already was). */
+export const applyHandOff = (row: JobRow, now: number): JobRow => ({ ...row, runAt: Math.min(row.runAt, now) })
+
+/** Whether a job may be retried by hand: only a dead or interrupted one. */
+export const isRetryable = (row: JobRow): boolean => row.status === "failed" || row.status === "interrupted"
+
+/** A dead or interrupted job put back: pending, due now, with fresh attempts. */
+export const applyRetryDead = (row: JobRow, now: number): JobRow => ({
+  ...row,
+  status: "pending",
+  attempts: 0,
+  runAt: now,
+  claimToken: null,
+  failedAt: null,
+  updatedAt: now
+})
+
+/** Whether `row` shows `outcome` written by the attempt holding `token` (after a reply was lost). */
+export const showsOutcome = (row: JobRow, token: string, outcome: Outcome): boolean => {
+  switch (outcome._tag) {
+    case "Complete":
+      return row.status === "completed" && row.claimToken === token
+    case "Kill":
+      return row.status === "failed" && row.claimToken === token && row.lastError === outcome.error
+    case "Retry":
+      // The token is cleared by a retry; the error and run_at it wrote identify it well enough.
+      return row.status === "pending" && row.claimToken === null && row.lastError === outcome.error &&
+        row.runAt === outcome.runAt
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * The JobStore port (docs/behaviour.md §1, §4–§9): the job and host tables behind one service,
+ * and the lease table of exclusive jobs. Stores only read and write rows: every decision
+ * (backoff, staleness, reap outcome, lease rules, transitions) is made in src/core and passed in.
+ * Implementations: src/adapters/sql/JobStore.ts (PostgreSQL, MySQL/MariaDB, SQLite) and
+ * src/adapters/memory/JobStore.ts (the model the SQL stores must agree with).
+ */
+import type { SqlError } from "@effect/sql/SqlError"
+import { Context, type Effect, type Option } from "effect"
+import type { ReapDecision } from "../core/jobs.ts"
+import type {
+  ClaimInput,
+  ClaimResult,
+  FinishInput,
+  Finished,
+  HostRow,
+  JobCount,
+  JobFilter,
+  JobRow,
+  NewJob
+} from "../core/model.ts"
+import type { TableNames } from "../core/tables.ts"
+import type { LeaseLockApi } from "./LeaseLock.ts"
+
+/** The job-table operations. Guarded writes return whether a row changed (false = fenced). */
+export interface JobStoreApi {
+  readonly tables: TableNames
+  /** Inserts the job, or finds the existing one with the same unique key. */
+  readonly insert: (job: NewJob) => Effect.Effect<{ readonly id: string; readonly duplicate: boolean }, SqlError>
+  /** Claims the first due job it can win (priority DESC, run_at ASC), atomically. */
+  readonly claim: (input: ClaimInput) => Effect.Effect<ClaimResult, SqlError>
+  /**
+   * Ends an attempt: writes its outcome (completed, back to pending for a retry, or dead),
+   * fenced on the claim token, and with `lease` releases that lease (owner-fenced) and hands off
+   * to the next job waiting on it. One statement on PostgreSQL. A lost connection is retried a
+   * bounded number of times (the fences make a second try harmless).
+   */
+  readonly finish: (input: FinishInput) => Effect.Effect<Finished, SqlError>
+  /** A busy lease: back to pending at `runAt`, attempt given back, waiting on `leaseName`. */
+  readonly defer: (
+    id: string,
+    token: string,
+    now: number,
+    runAt: number,
+    leaseName: string
+  ) => Effect.Effect<boolean, SqlError>
+  /** Proof of life from a running attempt; false when fenced. */
+  readonly heartbeat: (id: string, token: string, now: number) => Effect.Effect<boolean, SqlError>
+  /** Processing rows stale at `now` (limit rows), for the reaper to decide on. */
+  readonly stale: (
+    now: number,
+    defaultTimeoutSeconds: number,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<JobRow>, SqlError>
+  /**
+   * Applies a reap decision, guarded by the attempts value read and by staleness, so two
+   * reapers cannot both win. True when this call reaped the row.
+   */
+  readonly reap: (
+    row: JobRow,
+    decision: ReapDecision,
+    now: number,
+    defaultTimeoutSeconds: number
+  ) => Effect.Effect<boolean, SqlError>
+  /** Makes the best job waiting on `leaseName` (other than `exceptId`) due now; true when one was woken. */
+  readonly handOff: (leaseName: string, now: number, exceptId?: string) => Effect.Effect<boolean, SqlError>
+  readonly get: (id: string) => Effect.Effect<Option.Option<JobRow>, SqlError>
+  readonly list: (filter: JobFilter) => Effect.Effect<ReadonlyArray<JobRow>, SqlError>
+  readonly counts: Effect.Effect<ReadonlyArray<JobCount>, SqlError>
+  /** Puts a failed or interrupted job back to pending, due now, with fresh attempts. */
+  readonly retryDead: (id: string, now: number) => Effect.Effect<boolean, SqlError>
+  /** Deletes finished jobs (completed, failed, interrupted) of `status` finished before `before`. */
+  readonly purge: (status: "completed" | "failed" | "interrupted", before: number) => Effect.Effect<number, SqlError>
+  /** Creates or refreshes a host row. */
+  readonly touchHost: (
+    host: string,
+    now: number,
+    fields: { readonly maxConcurrent: number; readonly codeVersion: string | null }
+  ) => Effect.Effect<void, SqlError>
+  readonly getHost: (host: string) => Effect.Effect<Option.Option<HostRow>, SqlError>
+  readonly listHosts: Effect.Effect<ReadonlyArray<HostRow>, SqlError>
+  /** Marks the host draining until `expiresAt` (null: no expiry). */
+  readonly drain: (host: string, now: number, expiresAt: number | null) => Effect.Effect<void, SqlError>
+  readonly resume: (host: string, now: number) => Effect.Effect<void, SqlError>
+}
+
+/** The JobStore service. */
+export class JobStore extends Context.Tag("leasehold/JobStore")<JobStore, JobStoreApi>() {}
+
+/** The LeaseLock on leasehold's job-lock table, for exclusive jobs and concurrency keys. */
+export class JobLeases extends Context.Tag("leasehold/JobLeases")<JobLeases, LeaseLockApi>() {}

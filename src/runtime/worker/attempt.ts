@@ -1,0 +1,177 @@
+/**
+ * One attempt of a claimed job (docs/behaviour.md §6, §8): decode its payload, take its lease
+ * (or defer the job when the lease is busy), run perform (./perform.ts), and record what happened
+ * (./outcome.ts). Nothing here fails for a job's sake: a bad payload, an unknown type or a
+ * perform error become outcomes.
+ */
+import type { SqlError } from "@effect/sql/SqlError"
+import { Cause, Clock, Effect, Either, Exit, Option, Schema } from "effect"
+import {
+  Fenced,
+  JobTimeoutError,
+  type LeaseTableInTransactionError,
+  PayloadError,
+  UnknownJobTypeError
+} from "../../core/errors.ts"
+import { type BackoffOptions, DEFAULT_BACKOFF } from "../../core/jobs.ts"
+import { busyDelaySeconds, isExpired, leaseExpiresAt, leaseNameFor } from "../../core/lease.ts"
+import type { JobRow } from "../../core/model.ts"
+import { JobLeases, JobStore } from "../../ports/JobStore.ts"
+import type { LeaseLockApi } from "../../ports/LeaseLock.ts"
+import { type HeldLease, Jobs } from "../Job.ts"
+import type { Resolved } from "./options.ts"
+import { describe, recordFailure, recordSuccess, releaseFenced, reportLeaseLost } from "./outcome.ts"
+import { perform } from "./perform.ts"
+import { jobRef, ProcessResult } from "./results.ts"
+
+/** What the services processNext needs. */
+export type WorkerServices = JobStore | JobLeases | Jobs
+
+/**
+ * Lock tables known to exist, so that an entry point (or a long-running worker, for its whole
+ * life) asks the database catalog once per table rather than before every exclusive attempt.
+ */
+export interface LockTables {
+  readonly ensure: (leases: LeaseLockApi) => Effect.Effect<void, SqlError | LeaseTableInTransactionError>
+}
+
+/** A fresh `LockTables`, knowing of no table yet. */
+export const makeLockTables: Effect.Effect<LockTables> = Effect.sync(() => {
+  const seen = new WeakSet<LeaseLockApi>()
+  return {
+    ensure: (leases) =>
+      seen.has(leases) ? Effect.void : Effect.tap(leases.ensureTable, () => Effect.sync(() => seen.add(leases)))
+  }
+})
+
+/** Decodes a stored payload with its type's Schema, or says why it no longer decodes. */
+const decodePayload = (job: JobRow, schema: Schema.Schema<unknown, any>) =>
+  Effect.either(
+    Effect.flatMap(
+      Effect.try({ try: () => JSON.parse(job.payload) as unknown, catch: (e) => String(e) }),
+      (json) => Effect.mapError(Schema.decodeUnknown(schema)(json), (e) => e.message)
+    )
+  )
+
+/**
+ * Takes the job's lease after the claim and before perform. Busy: perform does not run; the job
+ * waits pending until the holder's lease should end, its attempt given back (docs/behaviour.md
+ * §8). Succeeds with the held lease, or with the attempt's result (left) when it ends here.
+ */
+const takeLease = (
+  job: JobRow,
+  leaseName: string,
+  backoff: BackoffOptions,
+  o: Resolved,
+  lockTables: LockTables
+): Effect.Effect<Either.Either<HeldLease, ProcessResult>, SqlError, JobStore | JobLeases> =>
+  Effect.gen(function*() {
+    const store = yield* JobStore
+    const leases = yield* JobLeases
+    const token = job.claimToken!
+    const now = yield* Clock.currentTimeMillis
+    const expiresAt = leaseExpiresAt(now, job.claimTimeout)
+    const acquired = yield* Effect.either(
+      Effect.zipRight(
+        lockTables.ensure(leases),
+        leases.tryAcquire({ name: leaseName, owner: token, host: o.host, now, expiresAt })
+      )
+    )
+    if (Either.isLeft(acquired)) {
+      return Either.left(yield* recordFailure(job, backoff, describe(Cause.fail(acquired.left)), undefined))
+    }
+    if (acquired.right) return Either.right({ name: leaseName, owner: token, expiresAt })
+    const holder = yield* Effect.orElseSucceed(leases.read(leaseName), () => Option.none())
+    const delay = busyDelaySeconds(Option.getOrUndefined(Option.map(holder, (h) => h.expiresAt)), now)
+    const retryAt = now + delay * 1000
+    const holderOwner = Option.getOrNull(Option.map(holder, (h) => h.owner))
+    if (!(yield* store.defer(job.id, token, now, retryAt, leaseName))) {
+      return Either.left(ProcessResult.Fenced({ job: jobRef(job), leaseLost: false }))
+    }
+    // The holder may have released (and found no waiter to hand off to) between our
+    // tryAcquire and the defer: look again, and if the lease is free, hand off now.
+    const after = yield* Effect.orElseSucceed(leases.read(leaseName), () => Option.none())
+    if (Option.isNone(after) || isExpired(after.value.expiresAt, yield* Clock.currentTimeMillis)) {
+      yield* Effect.ignoreLogged(store.handOff(leaseName, yield* Clock.currentTimeMillis))
+    }
+    yield* Effect.logDebug(`lease ${leaseName} busy (held by ${holderOwner ?? "nobody"}); deferred ${delay} s`)
+    return Either.left(ProcessResult.Deferred({ job: jobRef(job), leaseName, retryAt, holder: holderOwner }))
+  })
+
+/** Runs one claimed job to its outcome. */
+export const runClaimed = (
+  job: JobRow,
+  o: Resolved,
+  lockTables: LockTables
+): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
+  Effect.gen(function*() {
+    const leases = yield* JobLeases
+    const token = job.claimToken!
+
+    const registered = (yield* Jobs).get(job.name)
+    if (Option.isNone(registered)) {
+      return yield* recordFailure(
+        job,
+        DEFAULT_BACKOFF,
+        describe(Cause.fail(new UnknownJobTypeError({ name: job.name }))),
+        undefined
+      )
+    }
+    const type = registered.value.type
+    const decoded = yield* decodePayload(job, type.schema)
+    if (Either.isLeft(decoded)) {
+      const error = new PayloadError({ jobName: job.name, reason: `stored payload no longer decodes: ${decoded.left}` })
+      return yield* recordFailure(job, type.backoff, describe(Cause.fail(error)), undefined)
+    }
+    const payload = decoded.right
+
+    // The key function may throw on a stored payload (another version of the app enqueued it):
+    // that fails the attempt.
+    const named = yield* Effect.either(Effect.try({
+      try: () => leaseNameFor(type.name, type.lease, payload),
+      catch: (e) => `concurrencyKeyFor threw: ${String(e)}`
+    }))
+    if (Either.isLeft(named)) return yield* recordFailure(job, type.backoff, named.left, undefined)
+    const leaseName = named.right
+    let held: HeldLease | undefined
+    if (leaseName !== undefined) {
+      const taken = yield* takeLease(job, leaseName, type.backoff, o, lockTables)
+      if (Either.isLeft(taken)) return taken.left
+      held = taken.right
+    }
+
+    const exit = yield* perform(job, registered.value, payload, o.host, held).pipe(
+      Effect.annotateLogs(leaseName === undefined ? {} : { leaseName })
+    )
+    const failedWith = (is: (e: unknown) => boolean) =>
+      Exit.isFailure(exit) && Option.exists(Cause.failureOption(exit.cause), is)
+    const timedOut = failedWith((e) => e instanceof JobTimeoutError)
+
+    // Record the outcome, fenced on the claim token. The lease goes with it, except after a
+    // timeout: perform may still be running, so the lease is left to expire.
+    const release = timedOut ? undefined : held?.name
+    let result: ProcessResult
+    if (failedWith((e) => e instanceof Fenced)) {
+      yield* Effect.logWarning("attempt fenced: perform stopped on a fenced heartbeat; nothing recorded")
+      result = ProcessResult.Fenced({ job: jobRef(job), leaseLost: false })
+      if (release !== undefined) result = yield* releaseFenced(job, release, result)
+    } else if (Exit.isSuccess(exit)) {
+      result = yield* recordSuccess(job, release)
+    } else {
+      result = yield* recordFailure(job, type.backoff, describe(exit.cause), release)
+    }
+
+    // A timed-out run whose lease was already taken over is still a possible overlap: report it.
+    if (held !== undefined && timedOut) {
+      const owner = yield* Effect.orElseSucceed(leases.ownerOf(held.name), () => Option.some(token))
+      if (!Option.contains(owner, token)) {
+        result = yield* reportLeaseLost(result, {
+          lease: held.name,
+          token,
+          holder: Option.getOrNull(owner),
+          when: "timed out"
+        })
+      }
+    }
+    return result
+  }).pipe(Effect.annotateLogs({ jobId: job.id, jobName: job.name, attempt: job.attempts }))

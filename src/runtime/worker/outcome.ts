@@ -1,0 +1,162 @@
+/**
+ * The end of an attempt (docs/behaviour.md §6, §8): its outcome written fenced on the claim token,
+ * its lease released with it (and handed off to the next job waiting on it), and a lease found
+ * taken over reported in one place, `reportLeaseLost`.
+ */
+import { Cause, Clock, Effect, Either, Metric, Option } from "effect"
+import { type BackoffOptions, cutError, decideFailure } from "../../core/jobs.ts"
+import type { JobRow, Outcome } from "../../core/model.ts"
+import { JobLeases, JobStore } from "../../ports/JobStore.ts"
+import type { LeaseLockApi } from "../../ports/LeaseLock.ts"
+import * as Metrics from "../metrics.ts"
+import { jobRef, ProcessResult, withLeaseLost } from "./results.ts"
+
+/** A failure as `last_error` records it: `Tag: message` for errors, else the value or the cause. */
+export const describe = (cause: Cause.Cause<unknown>): string => {
+  const failure = Cause.failureOption(cause)
+  if (Option.isSome(failure)) {
+    const e = failure.value
+    if (e instanceof Error || (typeof e === "object" && e !== null && "message" in e)) {
+      const tag = (e as { _tag?: string })._tag ?? (e as Error).name
+      return `${tag}: ${(e as Error).message}`
+    }
+    return typeof e === "string" ? e : JSON.stringify(e) ?? String(e)
+  }
+  return Cause.pretty(cause)
+}
+
+/** Who holds lease `name` now (null: nobody, or the lock table could not be read). */
+export const holderOf = (leases: LeaseLockApi, name: string): Effect.Effect<string | null> =>
+  Effect.map(
+    Effect.orElseSucceed(leases.read(name), () => Option.none()),
+    (row) => Option.getOrNull(Option.map(row, (r) => r.owner))
+  )
+
+/** A lease found taken over when its run ended (or timed out). */
+export interface LostLease {
+  readonly lease: string
+  /** This attempt's claim token, the lease's owner while it held it. */
+  readonly token: string
+  readonly holder: string | null
+  readonly when: "ended" | "timed out"
+}
+
+/**
+ * The one place a lost lease is reported (docs/behaviour.md §8, "Lost"): a warning naming both
+ * owners, the `leasehold_leases_lost` metric, and `leaseLost` on the result (which processQueue
+ * and tick count). The run may have overlapped another; the job is still recorded as it ended.
+ */
+export const reportLeaseLost = (result: ProcessResult, lost: LostLease): Effect.Effect<ProcessResult> =>
+  Effect.gen(function*() {
+    yield* Effect.logWarning(
+      `lease ${lost.lease} was lost before the run ${lost.when}: held by ${lost.holder ?? "nobody"}, ` +
+        `not by this attempt (${lost.token}); the run may have overlapped another`
+    )
+    yield* Metric.increment(Metrics.leasesLost)
+    return withLeaseLost(result)
+  })
+
+/**
+ * Writes an attempt's outcome, fenced on its claim token, and with `lease` releases that lease
+ * and hands off to the next job waiting on it (one statement on PostgreSQL). `resultOf` says
+ * what the attempt reports given whether the outcome was written (false: fenced).
+ */
+const finishAttempt = (
+  job: JobRow,
+  outcome: Outcome,
+  lease: string | undefined,
+  resultOf: (written: boolean) => ProcessResult
+) =>
+  Effect.gen(function*() {
+    const store = yield* JobStore
+    const now = yield* Clock.currentTimeMillis
+    const token = job.claimToken!
+    const finished = yield* store.finish({ id: job.id, token, now, outcome, lease })
+    const result = resultOf(finished.written)
+    if (lease === undefined) return result
+    if (finished.lease === "unknown") {
+      yield* Effect.logInfo(
+        `lease ${lease}: after a lost connection it cannot be told whether the release took; it expires by itself`
+      )
+    }
+    if (finished.lease !== "lost") return result
+    return yield* reportLeaseLost(result, {
+      lease,
+      token,
+      holder: yield* holderOf(yield* JobLeases, lease),
+      when: "ended"
+    })
+  })
+
+/** Records a completed attempt (fenced on its token); with `lease`, releases it in the same step. */
+export const recordSuccess = (job: JobRow, lease: string | undefined) =>
+  Effect.gen(function*() {
+    const result = yield* finishAttempt(
+      job,
+      { _tag: "Complete" },
+      lease,
+      (written) =>
+        written
+          ? ProcessResult.Completed({ job: jobRef(job), leaseLost: false })
+          : ProcessResult.Fenced({ job: jobRef(job), leaseLost: false })
+    )
+    if (result._tag === "Completed") yield* Effect.logDebug("completed")
+    else {yield* Effect.logWarning(
+        "attempt fenced: it finished, but its claim had been reaped and re-claimed; nothing recorded"
+      )}
+    return result
+  })
+
+/**
+ * Records a failed attempt: retry with backoff while retries remain, else dead; fenced on the
+ * token. With `lease`, the lease is released in the same step.
+ */
+export const recordFailure = (job: JobRow, backoff: BackoffOptions, error: string, lease: string | undefined) =>
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const decision = decideFailure(job, backoff, now)
+    const message = cutError(error)
+    const outcome: Outcome = decision._tag === "Retry"
+      ? { _tag: "Retry", runAt: decision.runAt, error: message }
+      : { _tag: "Kill", error: message }
+    const result = yield* finishAttempt(job, outcome, lease, (written) =>
+      written
+        ? ProcessResult.Failed({
+          job: jobRef(job),
+          error: message,
+          willRetry: decision._tag === "Retry",
+          retryAt: decision._tag === "Retry" ? decision.runAt : null,
+          leaseLost: false
+        })
+        : ProcessResult.Fenced({ job: jobRef(job), leaseLost: false }))
+    if (result._tag === "Fenced") {
+      yield* Effect.logWarning(
+        `attempt fenced: its claim was reaped and re-claimed; its failure was not recorded (${message})`
+      )
+    } else {
+      yield* Effect.logWarning(
+        decision._tag === "Retry"
+          ? `attempt failed; retrying at ${new Date(decision.runAt).toISOString()}: ${message}`
+          : `attempt failed; retries used up, job is dead: ${message}`
+      )
+    }
+    return result
+  })
+
+/** A fenced attempt writes no outcome but still gives its lease back (owner-fenced) and hands off. */
+export const releaseFenced = (job: JobRow, name: string, result: ProcessResult) =>
+  Effect.gen(function*() {
+    const leases = yield* JobLeases
+    const store = yield* JobStore
+    const token = job.claimToken!
+    const released = yield* Effect.either(leases.release({ name, owner: token }))
+    if (Either.isLeft(released)) {
+      yield* Effect.logWarning(`lease ${name} release failed; it will expire`, released.left)
+      return result
+    }
+    if (released.right) {
+      yield* Effect.ignoreLogged(store.handOff(name, yield* Clock.currentTimeMillis))
+      return result
+    }
+    return yield* reportLeaseLost(result, { lease: name, token, holder: yield* holderOf(leases, name), when: "ended" })
+  })

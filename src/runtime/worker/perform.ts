@@ -1,0 +1,92 @@
+/**
+ * Running a claimed job's perform (docs/behaviour.md §6–§8): its `JobContext`, whose heartbeat
+ * proves life (fenced on the claim token) and renews the job's lease, the job type's
+ * `onLeaseLost`, and the attempt's timeout.
+ */
+import { Clock, Deferred, Duration, Effect, Either, type Exit, Option, Ref } from "effect"
+import { Fenced, JobTimeoutError, LeaseLostError } from "../../core/errors.ts"
+import { leaseExpiresAt } from "../../core/lease.ts"
+import type { JobRow } from "../../core/model.ts"
+import { JobLeases, JobStore } from "../../ports/JobStore.ts"
+import { type HeldLease, JobContext, type JobContextApi, type RegisteredJob } from "../Job.ts"
+import { holderOf } from "./outcome.ts"
+
+/**
+ * Runs perform for a claimed job with its context, lease renewal and timeout, and returns how
+ * it ended. Its timeout is the row's claim timeout, which the claim already capped by the
+ * worker's `timeoutCap` (docs/behaviour.md §6).
+ */
+export const perform = (
+  job: JobRow,
+  registered: RegisteredJob,
+  payload: unknown,
+  host: string,
+  held: HeldLease | undefined
+): Effect.Effect<Exit.Exit<unknown, unknown>, never, JobStore | JobLeases> =>
+  Effect.gen(function*() {
+    const store = yield* JobStore
+    const leases = yield* JobLeases
+    const type = registered.type
+    const token = job.claimToken!
+    const leaseRef = yield* Ref.make(Option.fromNullable(held))
+    const lost = yield* Deferred.make<never, LeaseLostError>()
+    const lostLogged = yield* Ref.make(false)
+
+    // A lease lost at renewal is logged once, not thrown: the run goes on (or is interrupted, if
+    // the type asks), and the release at the end reports the loss (./outcome.ts).
+    const renewLease = (now: number) =>
+      Effect.gen(function*() {
+        const current = yield* Ref.get(leaseRef)
+        if (Option.isNone(current)) return
+        const lease = current.value
+        const expiresAt = leaseExpiresAt(now, job.claimTimeout)
+        const renewed = yield* Effect.either(leases.renew({ name: lease.name, owner: token, expiresAt }))
+        if (Either.isLeft(renewed)) {
+          // A lock-table hiccup must not fail the job: the release at the end will tell.
+          return yield* Effect.logWarning(`lease ${lease.name} renewal failed; carrying on`, renewed.left)
+        }
+        if (renewed.right) return yield* Ref.set(leaseRef, Option.some({ ...lease, expiresAt }))
+        if (yield* Ref.getAndSet(lostLogged, true)) return
+        const holder = yield* holderOf(leases, lease.name)
+        yield* Effect.logWarning(
+          `lease ${lease.name} was lost: now held by ${holder ?? "nobody"}, not by this attempt (${token}); ` +
+            (type.onLeaseLost === "interrupt" ? "interrupting perform" : "perform carries on")
+        )
+        if (type.onLeaseLost === "interrupt") {
+          yield* Deferred.fail(lost, new LeaseLostError({ leaseName: lease.name, owner: token, holder }))
+          // perform must not go on past this heartbeat: wait here to be interrupted.
+          return yield* Effect.never
+        }
+      })
+
+    const context: JobContextApi = {
+      jobId: job.id,
+      name: job.name,
+      queue: job.queue,
+      attempt: job.attempts,
+      claimToken: token,
+      host,
+      lease: Ref.get(leaseRef),
+      heartbeat: Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        // A fenced attempt stops before it renews anything.
+        if (!(yield* store.heartbeat(job.id, token, now))) {
+          return yield* new Fenced({ jobId: job.id, name: job.name, attempt: job.attempts })
+        }
+        yield* renewLease(now)
+      })
+    }
+
+    const seconds = job.claimTimeout ?? type.timeoutSeconds
+    const run = registered.perform(payload).pipe(Effect.provideService(JobContext, context))
+    const guarded = type.onLeaseLost === "interrupt" && held !== undefined
+      ? Effect.raceFirst(run, Deferred.await(lost))
+      : run
+    // disconnect: on timeout we return at once even if perform ignores interruption; it may
+    // still be running, which is why a timed-out attempt leaves its lease to expire.
+    return yield* guarded.pipe(
+      Effect.disconnect,
+      Effect.timeoutFail({ duration: Duration.seconds(seconds), onTimeout: () => new JobTimeoutError({ seconds }) }),
+      Effect.exit
+    )
+  })

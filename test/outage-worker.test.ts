@@ -145,8 +145,12 @@ const setUp = (url: string, drivers: Drivers, options: { readonly cut: boolean; 
     return { target, direct, prefix, proxy, logs, built, runs, runJob }
   })
 
-/** The worker's own warnings that show it noticed an outage and carries on. */
-const CARRIES_ON = /^(hosts table unreadable|claim failed)/
+/**
+ * The worker's own warnings that show it noticed an outage and carries on: its drain check or
+ * claim failed, or the end of the attempt it was finishing lost its connection and is being
+ * sent again (the cut can fall after the outcome was written and before the reply arrived).
+ */
+const CARRIES_ON = /^(hosts table unreadable|claim failed|finish \(job [^)]+\): connection lost)/
 const DIED = /^Fiber terminated with an unhandled error/
 
 /**

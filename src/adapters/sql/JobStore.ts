@@ -19,7 +19,7 @@ import * as LeaseLock from "./LeaseLock.ts"
 import { leaseStatements } from "./leaseStatements.ts"
 import { retryReconnecting, retryTransient } from "./retry.ts"
 import type { Statement } from "./statement.ts"
-import { inTransaction, readCommittedTransaction } from "./transaction.ts"
+import { inTransaction, NEXT_READ_COMMITTED, readCommittedTransaction } from "./transaction.ts"
 
 const int = (v: unknown): number => Number(v)
 
@@ -45,10 +45,20 @@ export const make = (
       Effect.map(rows(st), (r) => Option.map(Option.fromNullable(r[0]), decode))
     const jobs = (st: Statement) => Effect.map(rows(st), (r) => r.map(decodeJobRow))
 
-    // MySQL/MariaDB: claims run at READ COMMITTED, which takes no gap locks, so a claim and a
-    // completion cannot wait on each other's index gaps and deadlock (docs/retries.md).
+    // MySQL/MariaDB: claims and job-row writes run at READ COMMITTED, which takes no gap locks,
+    // so a claim and a completion cannot deadlock on each other's index gaps (docs/retries.md).
+    // A write on its own is one round trip: the SET applies to the statement's own transaction.
     const readCommitted = dialect.jobs.readCommitted === true
-    const write = changed
+    const write = (st: Statement): Effect.Effect<number, SqlError> =>
+      readCommitted
+        ? Effect.flatMap(inTransaction, (inside) =>
+          inside
+            ? changed(st)
+            : Effect.map(
+              sql.unsafe(`${NEXT_READ_COMMITTED}; ${st.sql}`, st.params as Array<unknown>).unprepared,
+              (results) => dialect.affectedRows(results[results.length - 1])
+            ))
+        : changed(st)
     const transaction = <A, E>(effect: Effect.Effect<A, E>) =>
       readCommitted ? readCommittedTransaction(sql, effect) : sql.withTransaction(effect)
 

@@ -108,7 +108,7 @@ export interface JobDialect {
   /** Whether UPDATE can return the rows it changed (PostgreSQL, SQLite). */
   readonly updateReturning: boolean
   /**
-   * Claims run in a transaction at READ COMMITTED rather than the session's level (MySQL/MariaDB,
+   * Claims and job-row writes run at READ COMMITTED rather than the session's level (MySQL/MariaDB,
    * whose default REPEATABLE READ takes gap locks that let a claim and a completion deadlock).
    */
   readonly readCommitted?: true

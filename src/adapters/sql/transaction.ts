@@ -13,8 +13,9 @@ export const inTransaction: Effect.Effect<boolean> = Effect.map(
 )
 
 /**
- * The text that makes the next transaction on a MySQL/MariaDB connection run at READ COMMITTED,
- * without changing the session's own level (docs/retries.md: why claims run at that level).
+ * The text that makes the next transaction on a MySQL/MariaDB connection (an autocommit
+ * statement is one) run at READ COMMITTED, without changing the session's own level.
+ * See docs/retries.md for why claims and job writes run at that level there.
  */
 export const NEXT_READ_COMMITTED = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"
 

@@ -38,7 +38,7 @@
 import { SqlClient } from "@effect/sql"
 import { Deferred, Duration, Effect, Layer, Ref, Schema, type Scope } from "effect"
 import { performance } from "node:perf_hooks"
-import { JobStore } from "../../src/adapters/JobStore.ts"
+import { JobStore } from "../../src/JobStore.ts"
 import { define, enqueue, type AnyJobType } from "../../src/runtime/Job.ts"
 import * as Leasehold from "../../src/runtime/Leasehold.ts"
 import * as Migrator from "../../src/runtime/migrate.ts"

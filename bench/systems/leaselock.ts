@@ -18,9 +18,10 @@
  */
 import { Effect, Layer } from "effect"
 import pg from "pg"
-import * as LeaseLock from "../../src/adapters/LeaseLock.ts"
+import * as LeaseLock from "../../src/LeaseLock.ts"
 import { postgres } from "../../src/adapters/postgres/dialect.ts"
-import { leaseStatements, type Statement } from "../../src/adapters/sql.ts"
+import { leaseStatements } from "../../src/adapters/sql/leaseStatements.ts"
+import type { Statement } from "../../src/adapters/sql/statement.ts"
 import { countingLayer, sqlLayer, StatementCount } from "../lib/sql.ts"
 
 export interface PairsResult {

@@ -11,7 +11,7 @@
  * - Over-run: more distinct claim tokens reached perform than max_retries + 1.
  * - Key idle: the longest stretch in which a key had unfinished work and no run in progress.
  */
-import type { JobRow } from "../../src/adapters/JobStore.ts"
+import type { JobRow } from "../../src/JobStore.ts"
 import { type ChaosClockConfig, chaosTimeOf, wallTimeOf } from "./clock.ts"
 import type { HistoryRow } from "./jobs.ts"
 

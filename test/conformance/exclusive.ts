@@ -5,7 +5,7 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Option, Ref, Schema, TestClock } from "effect"
-import { JobLeases, JobStore } from "../../src/adapters/JobStore.ts"
+import { JobLeases, JobStore } from "../../src/JobStore.ts"
 import { leaseWindowSeconds } from "../../src/core/lease.ts"
 import { define, enqueue, heartbeat, type HeldLease, JobContext } from "../../src/runtime/Job.ts"
 import { processNext, processQueue } from "../../src/runtime/Worker.ts"

@@ -5,7 +5,7 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Deferred, Effect, Either, Fiber, Option, Queue, Ref, Schema, TestClock } from "effect"
-import { JobLeases, JobStore } from "../../src/adapters/JobStore.ts"
+import { JobLeases, JobStore } from "../../src/JobStore.ts"
 import { define, enqueue, heartbeat, JobContext } from "../../src/runtime/Job.ts"
 import { processNext, processQueue } from "../../src/runtime/Worker.ts"
 import { type AdapterName, layerFor, TestDatabase } from "../support/databases.ts"

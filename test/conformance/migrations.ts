@@ -7,9 +7,9 @@
 import { expect, layer } from "@effect/vitest"
 import { Chunk, Clock, Deferred, Effect, Exit, Fiber, Option, Ref, TestClock } from "effect"
 import { randomUUID } from "node:crypto"
-import { JobLeases, JobStore, type NewJob } from "../../src/adapters/JobStore.ts"
-import { createJobTables, type Migration } from "../../src/adapters/schema.ts"
-import { tableNames } from "../../src/adapters/tables.ts"
+import { JobLeases, JobStore, type NewJob } from "../../src/JobStore.ts"
+import { createJobTables, type Migration } from "../../src/adapters/sql/schema.ts"
+import { tableNames } from "../../src/core/tables.ts"
 import type { MigrationStep } from "../../src/runtime/migrate.ts"
 import { type AdapterName, layerFor, TestDatabase } from "../support/databases.ts"
 

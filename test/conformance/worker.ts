@@ -6,7 +6,7 @@
 import { expect, layer } from "@effect/vitest"
 import { Context, Deferred, Effect, Exit, Fiber, Layer, Metric, Option, Ref, Scope, TestClock } from "effect"
 import * as Metrics from "../../src/runtime/metrics.ts"
-import { JobLeases, JobStore } from "../../src/adapters/JobStore.ts"
+import { JobLeases, JobStore } from "../../src/JobStore.ts"
 import { define, enqueue } from "../../src/runtime/Job.ts"
 import * as Worker from "../../src/runtime/Worker.ts"
 import { type AdapterName, layerFor } from "../support/databases.ts"

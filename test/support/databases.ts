@@ -16,17 +16,13 @@ import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import * as LeaseLock from "../../src/adapters/LeaseLock.ts"
-import * as JobStoreModule from "../../src/adapters/JobStore.ts"
-import type { JobLeases, JobStore } from "../../src/adapters/JobStore.ts"
-import {
-  makeMemoryDatabase,
-  makeMemoryLeaseLock,
-  MemoryDatabase,
-  type MemoryDatabaseApi,
-  memoryJobStoreLayer
-} from "../../src/adapters/memory.ts"
-import { tableNames } from "../../src/adapters/tables.ts"
+import * as LeaseLock from "../../src/LeaseLock.ts"
+import * as JobStoreModule from "../../src/JobStore.ts"
+import type { JobLeases, JobStore } from "../../src/JobStore.ts"
+import { makeMemoryDatabase, MemoryDatabase, type MemoryDatabaseApi } from "../../src/adapters/memory/database.ts"
+import { memoryJobStoreLayer } from "../../src/adapters/memory/JobStore.ts"
+import { makeMemoryLeaseLock } from "../../src/adapters/memory/LeaseLock.ts"
+import { tableNames } from "../../src/core/tables.ts"
 import * as Migrator from "../../src/runtime/migrate.ts"
 
 /** The four adapters every conformance suite runs on. */

@@ -3,7 +3,7 @@
  * them, test job types that record their runs, and a Clock offset for skewed workers.
  */
 import { Clock, Context, Deferred, Duration, Effect, Layer, Ref, Schema } from "effect"
-import { JobLeases, JobStore } from "../../src/adapters/JobStore.ts"
+import { JobLeases, JobStore } from "../../src/JobStore.ts"
 import { type AnyJobType, define, heartbeat, JobContext, Jobs, jobsLayer } from "../../src/runtime/Job.ts"
 import { TestDatabase } from "./databases.ts"
 

@@ -5,7 +5,7 @@
  * every adapter alike, since no adapter code is reached.
  */
 import { Effect, Layer } from "effect"
-import { JobLeases, JobStore } from "../../src/adapters/JobStore.ts"
+import { JobLeases, JobStore } from "../../src/JobStore.ts"
 import { type AnyJobType, Jobs, jobsLayer } from "../../src/runtime/Job.ts"
 
 /** Store members that are effects rather than functions (JobStoreApi, LeaseLockApi). */

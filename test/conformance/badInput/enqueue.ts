@@ -7,7 +7,7 @@
  */
 import { expect } from "@effect/vitest"
 import { Effect, Schema, TestClock } from "effect"
-import type { JobRow } from "../../../src/adapters/JobStore.ts"
+import type { JobRow } from "../../../src/JobStore.ts"
 import { MAX_BACKOFF_SECONDS, MAX_INT32, MAX_TIMEOUT_SECONDS, MIN_INT32 } from "../../../src/core/jobs.ts"
 import { define, enqueue } from "../../../src/runtime/Job.ts"
 import * as Worker from "../../../src/runtime/Worker.ts"

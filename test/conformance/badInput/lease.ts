@@ -6,7 +6,7 @@
  */
 import { expect } from "@effect/vitest"
 import { Effect, Option, TestClock } from "effect"
-import type { LeaseError, LeaseExpiry } from "../../../src/adapters/LeaseLock.ts"
+import type { LeaseError, LeaseExpiry } from "../../../src/LeaseLock.ts"
 import { TestDatabase } from "../../support/databases.ts"
 import type { BadInputArea } from "./helpers.ts"
 import { ODD, sized, T0, UNSTORABLE } from "./inputs.ts"

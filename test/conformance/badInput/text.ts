@@ -7,7 +7,7 @@
  */
 import { expect } from "@effect/vitest"
 import { Effect, Option, Schema, TestClock } from "effect"
-import { JobLeases, JobStore } from "../../../src/adapters/JobStore.ts"
+import { JobLeases, JobStore } from "../../../src/JobStore.ts"
 import { type AnyJobType, define, enqueue } from "../../../src/runtime/Job.ts"
 import * as Worker from "../../../src/runtime/Worker.ts"
 import { withJobs } from "../../support/jobs.ts"

@@ -7,7 +7,7 @@
  */
 import { expect } from "@effect/vitest"
 import { Context, Duration, Effect, Exit, Layer, Option, Scope, TestClock } from "effect"
-import { JobLeases, JobStore } from "../../../src/adapters/JobStore.ts"
+import { JobLeases, JobStore } from "../../../src/JobStore.ts"
 import { MAX_INT32, MAX_TIMEOUT_SECONDS } from "../../../src/core/jobs.ts"
 import { define, enqueue } from "../../../src/runtime/Job.ts"
 import * as Worker from "../../../src/runtime/Worker.ts"

@@ -6,15 +6,4 @@
 export { JobLeases, JobStore, type JobStoreApi } from "./ports/JobStore.ts"
 export { layer, make } from "./adapters/sql/JobStore.ts"
 export { makeMemoryJobStore, memoryJobStoreLayer } from "./adapters/memory/JobStore.ts"
-export type {
-  ClaimInput,
-  ClaimResult,
-  FinishInput,
-  Finished,
-  HostRow,
-  JobCount,
-  JobFilter,
-  JobRow,
-  NewJob,
-  Outcome
-} from "./core/model.ts"
+export type * from "./core/model.ts"

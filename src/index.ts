@@ -16,18 +16,7 @@ export * as JobStore from "./JobStore.ts"
 export * from "./core/errors.ts"
 export type { BackoffOptions, JobStatus, QueueTally, ReapDecision } from "./core/jobs.ts"
 export type { LeaseRow } from "./core/lease.ts"
-export type {
-  ClaimInput,
-  ClaimResult,
-  FinishInput,
-  Finished,
-  HostRow,
-  JobCount,
-  JobFilter,
-  JobRow,
-  NewJob,
-  Outcome
-} from "./core/model.ts"
+export type * from "./core/model.ts"
 export { DEFAULT_PREFIX, type TableNames, tableNames } from "./core/tables.ts"
 export {
   MemoryDatabase,

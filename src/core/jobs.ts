@@ -4,9 +4,6 @@
  * report. No I/O: stores and the worker call these and write what they decide.
  */
 import { MAX_INT32 } from "./input.ts"
-
-/** The range of the 32-bit INT columns (priority, max_retries) on every database: see ./input.ts. */
-export { isInt32, MAX_INT32, MIN_INT32 } from "./input.ts"
 import { leaseWindowSeconds } from "./lease.ts"
 
 /** Job statuses. `failed` is dead (retries used up); `interrupted` is reaped and not idempotent. */

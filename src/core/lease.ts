@@ -8,8 +8,6 @@
 import { createHash } from "node:crypto"
 import { keyProblem, textProblem } from "./input.ts"
 
-export { textProblem }
-
 /** Longest lease name the lock table holds (`lockname VARCHAR(100)`). */
 export const MAX_LEASE_NAME_LENGTH = 100
 /** Longest lease owner the lock table holds (`lockowner VARCHAR(64)`). */

@@ -8,14 +8,12 @@ import { hostname } from "node:os"
 import {
   type BackoffOptions,
   DEFAULT_BACKOFF,
-  isInt32,
   MAX_BACKOFF_SECONDS,
-  MAX_INT32,
   MAX_NAME_LENGTH,
   MAX_TIMEOUT_SECONDS,
-  MAX_UNIQUE_KEY_LENGTH,
-  MIN_INT32
+  MAX_UNIQUE_KEY_LENGTH
 } from "../core/jobs.ts"
+import { isInt32, MAX_INT32, MIN_INT32 } from "../core/input.ts"
 import { EnqueueInputError, type Fenced, JobDefinitionError, PayloadError } from "../core/errors.ts"
 import { parseDurationMillis } from "../core/duration.ts"
 import { keyProblem, textProblem } from "../core/input.ts"

@@ -7,7 +7,8 @@
 import { Effect, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { JobDefinitionError } from "../../src/core/errors.ts"
-import { MAX_INT32, MAX_TIMEOUT_SECONDS, MIN_INT32 } from "../../src/core/jobs.ts"
+import { MAX_TIMEOUT_SECONDS } from "../../src/core/jobs.ts"
+import { MAX_INT32, MIN_INT32 } from "../../src/core/input.ts"
 import { define } from "../../src/runtime/Job.ts"
 import { sized, UNSTORABLE } from "../conformance/badInput/inputs.ts"
 

@@ -8,7 +8,8 @@
  */
 import { expect, it } from "@effect/vitest"
 import { Effect, Schema, TestClock } from "effect"
-import { MAX_CONCURRENCY, MAX_INT32 } from "../../src/core/jobs.ts"
+import { MAX_CONCURRENCY } from "../../src/core/jobs.ts"
+import { MAX_INT32 } from "../../src/core/input.ts"
 import { define } from "../../src/runtime/Job.ts"
 import * as Worker from "../../src/runtime/Worker.ts"
 import { sized, T0, UNSTORABLE } from "../conformance/badInput/inputs.ts"

@@ -25,6 +25,7 @@ import {
   newJobRow
 } from "../../core/transitions.ts"
 import { JobLeases, JobStore, type JobStoreApi } from "../../ports/JobStore.ts"
+import { rememberingTable } from "../jobLeases.ts"
 import { MemoryDatabase, type MemoryDatabaseApi, modifyTable } from "./database.ts"
 import { makeMemoryLeaseLock } from "./LeaseLock.ts"
 
@@ -200,6 +201,7 @@ export const memoryJobStoreLayer = (
     Layer.effect(JobStore, Effect.map(MemoryDatabase, (db) => makeMemoryJobStore(db, options))),
     Layer.effect(
       JobLeases,
-      Effect.map(MemoryDatabase, (db) => makeMemoryLeaseLock(db, { table: tableNames(options.prefix).jobLocks }))
+      Effect.map(MemoryDatabase, (db) =>
+        rememberingTable(makeMemoryLeaseLock(db, { table: tableNames(options.prefix).jobLocks })))
     )
   )

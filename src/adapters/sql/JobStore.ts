@@ -11,8 +11,9 @@ import type { ClaimInput, ClaimResult, FinishInput, Finished, JobRow, NewJob } f
 import { tableNames } from "../../core/tables.ts"
 import { applyClaim, showsOutcome } from "../../core/transitions.ts"
 import { JobLeases, JobStore, type JobStoreApi } from "../../ports/JobStore.ts"
+import { rememberingTable } from "../jobLeases.ts"
 import { makeBatcher } from "./batching.ts"
-import { decodeHostRow, decodeJobRow, decodeLeaseRow } from "./decode.ts"
+import { decodeHostRow, decodeJobRow, decodeLeaseRow, int } from "./decode.ts"
 import { dialectOf } from "./dialects.ts"
 import { jobStatements } from "./jobStatements.ts"
 import * as LeaseLock from "./LeaseLock.ts"
@@ -20,8 +21,6 @@ import { leaseStatements } from "./leaseStatements.ts"
 import { retryReconnecting, retryTransient } from "./retry.ts"
 import type { Statement } from "./statement.ts"
 import { inTransaction, NEXT_READ_COMMITTED, readCommittedTransaction } from "./transaction.ts"
-
-const int = (v: unknown): number => Number(v)
 
 /**
  * Builds the SQL JobStore over the current `SqlClient` for one table prefix. The dialect is
@@ -309,5 +308,8 @@ export const layer = (
 ): Layer.Layer<JobStore | JobLeases, never, SqlClient.SqlClient> =>
   Layer.merge(
     Layer.effect(JobStore, make(options)),
-    Layer.effect(JobLeases, LeaseLock.make({ table: tableNames(options.prefix).jobLocks }))
+    Layer.effect(
+      JobLeases,
+      Effect.map(LeaseLock.make({ table: tableNames(options.prefix).jobLocks }), rememberingTable)
+    )
   )

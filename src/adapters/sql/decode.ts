@@ -3,7 +3,8 @@ import { decodeEpochMs, type LeaseRow } from "../../core/lease.ts"
 import type { JobStatus } from "../../core/jobs.ts"
 import type { HostRow, JobRow } from "../../core/model.ts"
 
-const int = (v: unknown): number => Number(v)
+/** A count or INT column as a number (drivers may return a string or a bigint). */
+export const int = (v: unknown): number => Number(v)
 const intOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v))
 const msOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : decodeEpochMs(v))
 const strOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : String(v))

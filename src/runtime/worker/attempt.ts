@@ -6,18 +6,11 @@
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import { Cause, Clock, Effect, Either, Exit, Option, Schema } from "effect"
-import {
-  Fenced,
-  JobTimeoutError,
-  type LeaseTableInTransactionError,
-  PayloadError,
-  UnknownJobTypeError
-} from "../../core/errors.ts"
+import { Fenced, JobTimeoutError, PayloadError, UnknownJobTypeError } from "../../core/errors.ts"
 import { type BackoffOptions, DEFAULT_BACKOFF } from "../../core/jobs.ts"
 import { busyDelaySeconds, isExpired, leaseExpiresAt, leaseNameFor } from "../../core/lease.ts"
 import type { JobRow } from "../../core/model.ts"
 import { JobLeases, JobStore } from "../../ports/JobStore.ts"
-import type { LeaseLockApi } from "../../ports/LeaseLock.ts"
 import { type HeldLease, Jobs } from "../Job.ts"
 import type { Resolved } from "./options.ts"
 import { describe, recordFailure, recordSuccess, releaseFenced, reportLeaseLost } from "./outcome.ts"
@@ -26,23 +19,6 @@ import { jobRef, ProcessResult } from "./results.ts"
 
 /** What the services processNext needs. */
 export type WorkerServices = JobStore | JobLeases | Jobs
-
-/**
- * Lock tables known to exist, so that an entry point (or a long-running worker, for its whole
- * life) asks the database catalog once per table rather than before every exclusive attempt.
- */
-export interface LockTables {
-  readonly ensure: (leases: LeaseLockApi) => Effect.Effect<void, SqlError | LeaseTableInTransactionError>
-}
-
-/** A fresh `LockTables`, knowing of no table yet. */
-export const makeLockTables: Effect.Effect<LockTables> = Effect.sync(() => {
-  const seen = new WeakSet<LeaseLockApi>()
-  return {
-    ensure: (leases) =>
-      seen.has(leases) ? Effect.void : Effect.tap(leases.ensureTable, () => Effect.sync(() => seen.add(leases)))
-  }
-})
 
 /** Decodes a stored payload with its type's Schema, or says why it no longer decodes. */
 const decodePayload = (job: JobRow, schema: Schema.Schema<unknown, any>) =>
@@ -62,8 +38,7 @@ const takeLease = (
   job: JobRow,
   leaseName: string,
   backoff: BackoffOptions,
-  o: Resolved,
-  lockTables: LockTables
+  o: Resolved
 ): Effect.Effect<Either.Either<HeldLease, ProcessResult>, SqlError, JobStore | JobLeases> =>
   Effect.gen(function*() {
     const store = yield* JobStore
@@ -73,7 +48,8 @@ const takeLease = (
     const expiresAt = leaseExpiresAt(now, job.claimTimeout)
     const acquired = yield* Effect.either(
       Effect.zipRight(
-        lockTables.ensure(leases),
+        // JobLeases remembers a table it has seen (src/adapters/jobLeases.ts): one catalog query per store.
+        leases.ensureTable,
         leases.tryAcquire({ name: leaseName, owner: token, host: o.host, now, expiresAt })
       )
     )
@@ -101,8 +77,7 @@ const takeLease = (
 /** Runs one claimed job to its outcome. */
 export const runClaimed = (
   job: JobRow,
-  o: Resolved,
-  lockTables: LockTables
+  o: Resolved
 ): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
   Effect.gen(function*() {
     const leases = yield* JobLeases
@@ -135,7 +110,7 @@ export const runClaimed = (
     const leaseName = named.right
     let held: HeldLease | undefined
     if (leaseName !== undefined) {
-      const taken = yield* takeLease(job, leaseName, type.backoff, o, lockTables)
+      const taken = yield* takeLease(job, leaseName, type.backoff, o)
       if (Either.isLeft(taken)) return taken.left
       held = taken.right
     }

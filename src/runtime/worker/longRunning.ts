@@ -10,7 +10,7 @@ import { JobStore } from "../../ports/JobStore.ts"
 import { Wakeups } from "../../ports/Wakeups.ts"
 import * as WakeupsAdapter from "../../adapters/wakeups.ts"
 import * as Metrics from "../metrics.ts"
-import { makeLockTables, type WorkerServices } from "./attempt.ts"
+import type { WorkerServices } from "./attempt.ts"
 import { makeDoorbell } from "./doorbell.ts"
 import { cachedDraining, touchHost } from "./hosts.ts"
 import { resolveWorker, type WorkerConfig } from "./options.ts"
@@ -69,7 +69,6 @@ export const make = (
   Effect.gen(function*() {
     const { concurrency, grace, options: o, poll, reapEvery } = yield* resolveWorker(config)
     const store = yield* JobStore
-    const lockTables = yield* makeLockTables
     const stats = yield* Ref.make<WorkerStats>({ ...emptyTally, host: o.host, running: 0, reaped: 0, notified: 0 })
     const bell = yield* makeDoorbell(concurrency, poll)
 
@@ -101,9 +100,8 @@ export const make = (
         // Woken and found work: there may be more, so wake one more fiber.
         const onClaimed = woken ? bell.ring : Effect.void
         woken = false
-        const result = yield* Effect.acquireUseRelease(running(1), () =>
-          claimThenRun(o, lockTables, onClaimed), () =>
-          running(-1)).pipe(
+        const result = yield* Effect.acquireUseRelease(running(1), () => claimThenRun(o, onClaimed), () => running(-1))
+          .pipe(
             // A database hiccup (or the database is gone): log, wait a poll, carry on. Defects
             // too: a ROLLBACK on a broken connection dies inside @effect/sql, and a loop fiber
             // that died would silently stop claiming. Only an interruption ends the loop.
@@ -124,8 +122,7 @@ export const make = (
       }
     })
 
-    const fibers = yield* Effect.forEach(Array.from({ length: concurrency }), () =>
-      Effect.forkDaemon(loop), {
+    const fibers = yield* Effect.forEach(Array.from({ length: concurrency }), () => Effect.forkDaemon(loop), {
       concurrency: "unbounded"
     })
 

@@ -10,7 +10,7 @@ import type { WorkerConfigError } from "../../core/errors.ts"
 import { countsTowardLimit, decideReap, DEFAULT_BACKOFF, emptyTally, type QueueTally } from "../../core/jobs.ts"
 import { JobStore } from "../../ports/JobStore.ts"
 import { Jobs } from "../Job.ts"
-import { type LockTables, makeLockTables, runClaimed, type WorkerServices } from "./attempt.ts"
+import { runClaimed, type WorkerServices } from "./attempt.ts"
 import { drainState, touchHost } from "./hosts.ts"
 import {
   count,
@@ -62,7 +62,6 @@ export const reap = (
  */
 export const claimThenRun = (
   o: Resolved,
-  lockTables: LockTables,
   onClaimed: Effect.Effect<void>
 ): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
   Effect.gen(function*() {
@@ -83,7 +82,7 @@ export const claimThenRun = (
         return ProcessResult.Capped({ running: claimed.running })
       case "Claimed":
         yield* onClaimed
-        return yield* runClaimed(claimed.job, o, lockTables)
+        return yield* runClaimed(claimed.job, o)
     }
   })
 
@@ -93,17 +92,17 @@ export const claimAndRun = (
 ): Effect.Effect<ProcessResult, SqlError | WorkerConfigError, WorkerServices> =>
   Effect.gen(function*() {
     const o = yield* resolve(options)
-    return yield* claimThenRun(o, yield* makeLockTables, Effect.void)
+    return yield* claimThenRun(o, Effect.void)
   })
 
 // processNext with checked options, for processQueue's loop.
-const nextTurn = (o: Resolved, lockTables: LockTables): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
+const nextTurn = (o: Resolved): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
   Effect.gen(function*() {
     const store = yield* JobStore
     const draining = yield* drainState(store, o.host, yield* Clock.currentTimeMillis)
     yield* reapWith(o)
     if (Option.isSome(draining)) return ProcessResult.Draining({ until: draining.value })
-    return yield* claimThenRun(o, lockTables, Effect.void)
+    return yield* claimThenRun(o, Effect.void)
   })
 
 /**
@@ -115,7 +114,7 @@ export const processNext = (
 ): Effect.Effect<ProcessResult, SqlError | WorkerConfigError, WorkerServices> =>
   Effect.gen(function*() {
     const o = yield* resolve(options)
-    return yield* nextTurn(o, yield* makeLockTables)
+    return yield* nextTurn(o)
   })
 
 /**
@@ -130,13 +129,12 @@ export const processQueue = (
     const limit = yield* count("limit", options.limit ?? 10)
     const budget = yield* timeBudget(options.timeout)
     const o = yield* resolve({ ...options, queues: options.queue === undefined ? undefined : [options.queue] })
-    const lockTables = yield* makeLockTables
     const started = yield* Clock.currentTimeMillis
     let tally = emptyTally
     let counted = 0
     while (limit === 0 || counted < limit) {
       if ((yield* Clock.currentTimeMillis) - started >= budget) break
-      const result = yield* nextTurn(o, lockTables)
+      const result = yield* nextTurn(o)
       if (result._tag === "Idle" || result._tag === "Capped" || result._tag === "Draining") break
       tally = tallyOf(tally, result)
       if (countsTowardLimit(result._tag)) counted++
@@ -163,10 +161,9 @@ export const tick = (
     if (Option.isSome(draining)) {
       result = { ...result, draining: true }
     } else {
-      const lockTables = yield* makeLockTables
       let counted = 0
       while (counted < maxJobs) {
-        const r = yield* claimThenRun(o, lockTables, Effect.void)
+        const r = yield* claimThenRun(o, Effect.void)
         if (r._tag === "Idle") break
         result = tickOf(result, r)
         if (r._tag === "Capped") break

@@ -142,7 +142,7 @@ export const make = (
       }
       if (s.lockHost === undefined) {
         // SQLite: one statement counts and claims; the database allows one writer at a time.
-        return Effect.flatMap(jobs(s.claimReturning!(input, cap)), (r) =>
+        return Effect.flatMap(retryTransient(dialect, "claim", jobs(s.claimReturning!(input, cap))), (r) =>
           r[0] !== undefined
             ? Effect.succeed<ClaimResult>({ _tag: "Claimed", job: r[0] })
             : Effect.map(countRunning(input.host), (running): ClaimResult =>
@@ -150,7 +150,7 @@ export const make = (
       }
       // PostgreSQL, MySQL: the host row is locked while counting and claiming, so two claimers
       // on one host cannot both see room for one more.
-      return transaction(Effect.gen(function*() {
+      return retryTransient(dialect, "claim", transaction(Effect.gen(function*() {
         yield* changed(s.ensureHost(input.host, input.now))
         yield* rows(s.lockHost!(input.host))
         const running = yield* countRunning(input.host)
@@ -159,7 +159,7 @@ export const make = (
           onNone: (): ClaimResult => ({ _tag: "NothingDue" }),
           onSome: (job): ClaimResult => ({ _tag: "Claimed", job })
         })
-      }))
+      })))
     }
 
     // A guarded job-row write on its own; a deadlock victim is sent again at once (./retry.ts).
@@ -277,7 +277,8 @@ export const make = (
       tables,
       // A deadlock on the unique key rolled the insert back; sending it again is safe.
       insert: (job) => retryTransient(dialect, "enqueue", insert(job)),
-      claim: (input) => retryTransient(dialect, "claim", claim(input)),
+      // Retried where each claim statement or transaction runs: once per rolled-back statement.
+      claim,
       finish,
       defer: (id, token, now, runAt, leaseName) => yes("defer", s.defer(id, token, now, runAt, leaseName)),
       heartbeat: (id, token, now) => yes("heartbeat", s.heartbeat(id, token, now)),

@@ -150,21 +150,32 @@ export const make = (
       }
       // PostgreSQL, MySQL: the host row is locked while counting and claiming, so two claimers
       // on one host cannot both see room for one more.
-      return retryTransient(dialect, "claim", transaction(Effect.gen(function*() {
-        yield* changed(s.ensureHost(input.host, input.now))
-        yield* rows(s.lockHost!(input.host))
-        const running = yield* countRunning(input.host)
-        if (running >= cap) return { _tag: "Capped", running } as ClaimResult
-        return Option.match(yield* claimRow(input), {
-          onNone: (): ClaimResult => ({ _tag: "NothingDue" }),
-          onSome: (job): ClaimResult => ({ _tag: "Claimed", job })
-        })
-      })))
+      return retryTransient(
+        dialect,
+        "claim",
+        transaction(Effect.gen(function*() {
+          yield* changed(s.ensureHost(input.host, input.now))
+          yield* rows(s.lockHost!(input.host))
+          const running = yield* countRunning(input.host)
+          if (running >= cap) {
+            return { _tag: "Capped", running } as ClaimResult
+          }
+          return Option.match(yield* claimRow(input), {
+            onNone: (): ClaimResult => ({ _tag: "NothingDue" }),
+            onSome: (job): ClaimResult => ({ _tag: "Claimed", job })
+          })
+        }))
+      )
     }
 
     // A guarded job-row write on its own; a deadlock victim is sent again at once (./retry.ts).
     const yes = (purpose: string, st: Statement) =>
-      retryTransient(dialect, purpose, Effect.map(write(st), (n) => n > 0))
+      retryTransient(
+        dialect,
+        purpose,
+        Effect.map(write(st), (n) =>
+          n > 0)
+      )
 
     // A lost connection leaves a statement run or not run. finish's writes are all fenced (on
     // the claim token, the lease owner), so sending one again cannot write twice (./retry.ts).
@@ -179,7 +190,9 @@ export const make = (
         ? Effect.succeed(written)
         : Effect.map(
           first(s.byId(input.id), decodeJobRow),
-          Option.exists((r) => showsOutcome(r, input.token, input.outcome))
+          Option.exists((r) =>
+            showsOutcome(r, input.token, input.outcome)
+          )
         )
     // When a retried release found nothing to delete, the first try may have deleted it. A lease
     // someone took before our finish began was taken over (lost); anything else we released.
@@ -201,7 +214,9 @@ export const make = (
           ]
         }
         let tries = 0
-        const now = Math.max(...items.map((i) => i.now))
+        const now = Math.max(...items.map((i) =>
+          i.now
+        ))
         const st = s.completeBatch(items, now)
         // Two attempts of one job (one of them fenced) may share a batch: match id and token.
         const key = (id: unknown, token: unknown) => `${String(id)}\u0000${String(token)}`

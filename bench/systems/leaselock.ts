@@ -77,13 +77,15 @@ const query = (client: pg.Client, s: Statement) => client.query(s.sql, s.params 
 /** The same statements leasehold sends on PostgreSQL, through a raw node-postgres Client. */
 export const rawPg = async (url: string, n: number): Promise<PairsResult> => {
   const statements = leaseStatements(postgres.syntax, postgres.lease, TABLE)
+  const acquire = postgres.lease.acquire
+  if (acquire.kind !== "upsert") throw new Error("raw-pg: PostgreSQL's lease acquire is expected to be one upsert")
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   const pair = async (i: number) => {
     const name = `bench-${i}`
     const now = Date.now()
     const row = { name, owner: OWNER, host: null, acquiredAt: now, expiresAt: now + TTL_MS }
-    const acquired = await query(client, statements.acquire!(row))
+    const acquired = await query(client, acquire.statement(statements.quoted, row))
     if (acquired.rows.length !== 1) throw new Error(`raw-pg: acquire of ${name} returned ${acquired.rows.length} rows`)
     const released = await query(client, statements.release(name, OWNER))
     if (released.rowCount !== 1) throw new Error(`raw-pg: release of ${name} changed ${released.rowCount} rows`)

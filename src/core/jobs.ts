@@ -4,7 +4,6 @@
  * report. No I/O: stores and the worker call these and write what they decide.
  */
 import { MAX_INT32 } from "./input.ts"
-import { leaseWindowSeconds } from "./lease.ts"
 
 /** Job statuses. `failed` is dead (retries used up); `interrupted` is reaped and not idempotent. */
 export type JobStatus = "pending" | "processing" | "completed" | "failed" | "interrupted"
@@ -76,20 +75,12 @@ export const decideFailure = (
     ? { _tag: "Retry", runAt: now + Math.max(1, Math.round(backoffSeconds(backoff, row.attempts) * 1000)) }
     : { _tag: "Dead" }
 
-/** Grace in seconds after which a processing row with no sign of life is stale: t + max(60, t). */
-export const staleAfterSeconds = (claimTimeoutSeconds: number | null | undefined): number =>
-  leaseWindowSeconds(claimTimeoutSeconds)
-
-/** When a processing row was last seen alive: its heartbeat, or else its last update. */
-export const lastSeen = (row: { readonly heartbeatAt: number | null; readonly updatedAt: number }): number =>
-  row.heartbeatAt ?? row.updatedAt
-
-/** Whether a processing row is stale at `now` (strictly older than its grace). */
-export const isStale = (
-  row: { readonly heartbeatAt: number | null; readonly updatedAt: number; readonly claimTimeout: number | null },
-  defaultTimeoutSeconds: number,
-  now: number
-): boolean => lastSeen(row) < now - staleAfterSeconds(row.claimTimeout ?? defaultTimeoutSeconds) * 1000
+/**
+ * Whether a processing row is stale at `now`: strictly past the deadline its claim or last
+ * heartbeat wrote (src/core/transitions.ts `applyClaim`, `applyHeartbeat`).
+ */
+export const isStale = (row: { readonly status: JobStatus; readonly staleAt: number | null }, now: number): boolean =>
+  row.status === "processing" && row.staleAt !== null && row.staleAt < now
 
 /** What the reaper does to a stale row. */
 export type ReapDecision =

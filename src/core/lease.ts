@@ -80,9 +80,16 @@ export const leaseWindowSeconds = (claimTimeoutSeconds: number | null | undefine
   return claim + Math.max(60, claim)
 }
 
-/** When a lease taken (or renewed) at `now` expires. */
+/** The lease window in ms: what a job row stores as its grace (`grace_ms`). */
+export const leaseWindowMs = (claimTimeoutSeconds: number | null | undefined): number =>
+  leaseWindowSeconds(claimTimeoutSeconds) * 1000
+
+/**
+ * When a lease taken (or renewed) at `now` expires. The same instant is the job row's stale
+ * deadline after a claim or heartbeat at `now`, so a reaped re-run finds the lease still busy.
+ */
 export const leaseExpiresAt = (now: number, claimTimeoutSeconds: number | null | undefined): number =>
-  now + leaseWindowSeconds(claimTimeoutSeconds) * 1000
+  now + leaseWindowMs(claimTimeoutSeconds)
 
 /** A lease is free for take-over once its expiry is strictly in the past. */
 export const isExpired = (expiresAt: number, now: number): boolean => expiresAt < now

@@ -23,6 +23,16 @@ export interface JobRow {
   /** The lease a deferred job waits for, so a release can hand off to it. */
   readonly leaseName: string | null
   readonly heartbeatAt: number | null
+  /**
+   * The lease window in ms of the job's own timeout, written at enqueue (null on rows enqueued
+   * before migration 2 that had no timeout); a claim caps it by the worker's cap.
+   */
+  readonly graceMs: number | null
+  /**
+   * Epoch ms after which a processing row with no further sign of life is stale: set by the
+   * claim (claim time + capped grace) and moved by each heartbeat. SQL only compares it.
+   */
+  readonly staleAt: number | null
   readonly lastError: string | null
   readonly runAt: number
   readonly completedAt: number | null

@@ -5,7 +5,7 @@
  * changes in their statements, and the conformance suites hold them to it.
  */
 import type { ReapDecision } from "./jobs.ts"
-import { giveBackAttempt } from "./lease.ts"
+import { giveBackAttempt, leaseWindowMs } from "./lease.ts"
 import type { ClaimInput, JobRow, NewJob, Outcome } from "./model.ts"
 
 /** `last_error` of a row the reaper sent back to pending. */
@@ -29,6 +29,8 @@ export const newJobRow = (job: NewJob): JobRow => ({
   uniqueKey: job.uniqueKey,
   leaseName: null,
   heartbeatAt: null,
+  graceMs: leaseWindowMs(job.claimTimeout),
+  staleAt: null,
   lastError: null,
   runAt: job.runAt,
   completedAt: null,
@@ -52,6 +54,17 @@ export const handOffOrder = (a: JobRow, b: JobRow): number => b.priority - a.pri
 export const cappedTimeout = (rowTimeout: number | null, cap: number | undefined): number | null =>
   cap !== undefined && (rowTimeout === null || rowTimeout > cap) ? cap : rowTimeout
 
+/**
+ * The grace a claim gives a row, in ms: the row's own (its timeout's window), capped by the
+ * window of the worker's timeout cap; a row without one gets the cap's window, or else the
+ * default timeout's. The SQL claim writes the same with one comparison (src/adapters/sql/jobStatements.ts).
+ */
+export const cappedGraceMs = (rowGraceMs: number | null, cap: number | undefined): number => {
+  if (cap === undefined) return rowGraceMs ?? leaseWindowMs(undefined)
+  const capGrace = leaseWindowMs(cap)
+  return rowGraceMs === null || rowGraceMs > capGrace ? capGrace : rowGraceMs
+}
+
 /** A claimed row as the claim leaves it: processing, one more attempt, our token and host. */
 export const applyClaim = (row: JobRow, input: ClaimInput): JobRow => ({
   ...row,
@@ -61,7 +74,15 @@ export const applyClaim = (row: JobRow, input: ClaimInput): JobRow => ({
   claimedBy: input.host,
   heartbeatAt: null,
   updatedAt: input.now,
-  claimTimeout: cappedTimeout(row.claimTimeout, input.timeoutCap)
+  claimTimeout: cappedTimeout(row.claimTimeout, input.timeoutCap),
+  staleAt: input.now + cappedGraceMs(row.graceMs, input.timeoutCap)
+})
+
+/** A heartbeat: the attempt was seen at `now`; its row is stale only after `staleAt`. */
+export const applyHeartbeat = (row: JobRow, now: number, staleAt: number): JobRow => ({
+  ...row,
+  heartbeatAt: now,
+  staleAt
 })
 
 /** Whether `row` is the running attempt that holds `token` (every attempt write is fenced on it). */

@@ -44,24 +44,18 @@ export interface JobStoreApi {
     runAt: number,
     leaseName: string
   ) => Effect.Effect<boolean, SqlError>
-  /** Proof of life from a running attempt; false when fenced. */
-  readonly heartbeat: (id: string, token: string, now: number) => Effect.Effect<boolean, SqlError>
-  /** Processing rows stale at `now` (limit rows), for the reaper to decide on. */
-  readonly stale: (
-    now: number,
-    defaultTimeoutSeconds: number,
-    limit: number
-  ) => Effect.Effect<ReadonlyArray<JobRow>, SqlError>
+  /**
+   * Proof of life from a running attempt at `now`: the row is stale only after `staleAt`
+   * (src/core/lease.ts `leaseExpiresAt`); false when fenced.
+   */
+  readonly heartbeat: (id: string, token: string, now: number, staleAt: number) => Effect.Effect<boolean, SqlError>
+  /** Processing rows whose deadline passed before `now`, oldest update first (limit rows), for the reaper. */
+  readonly stale: (now: number, limit: number) => Effect.Effect<ReadonlyArray<JobRow>, SqlError>
   /**
    * Applies a reap decision, guarded by the attempts value read and by staleness, so two
    * reapers cannot both win. True when this call reaped the row.
    */
-  readonly reap: (
-    row: JobRow,
-    decision: ReapDecision,
-    now: number,
-    defaultTimeoutSeconds: number
-  ) => Effect.Effect<boolean, SqlError>
+  readonly reap: (row: JobRow, decision: ReapDecision, now: number) => Effect.Effect<boolean, SqlError>
   /** Makes the best job waiting on `leaseName` (other than `exceptId`) due now; true when one was woken. */
   readonly handOff: (leaseName: string, now: number, exceptId?: string) => Effect.Effect<boolean, SqlError>
   readonly get: (id: string) => Effect.Effect<Option.Option<JobRow>, SqlError>

@@ -14,6 +14,17 @@ export interface SqlText {
   readonly params: ReadonlyArray<unknown>
 }
 
+/**
+ * One step of a migration: a statement; a statement run only when a probe finds nothing (an
+ * `ALTER TABLE … ADD COLUMN` where the database has no `IF NOT EXISTS`); or a backfill whose
+ * values TypeScript computes by core's rules, one set of statements per row a query returns.
+ * Every step must be safe to run again: migrations are not transactions.
+ */
+export type SchemaStep =
+  | SqlText
+  | { readonly unless: SqlText; readonly then: SqlText }
+  | { readonly each: SqlText; readonly then: (row: Record<string, unknown>) => ReadonlyArray<SqlText> }
+
 /** The SQL databases leasehold migrates. */
 export type SchemaDialect = "pg" | "mysql" | "sqlite"
 
@@ -23,8 +34,8 @@ export interface Migration {
   readonly id: number
   /** A short description, recorded with the id and shown by `status`. */
   readonly name: string
-  /** The statements for one database and prefix, run one by one, in order. */
-  readonly statements: (dialect: SchemaDialect, tables: TableNames) => ReadonlyArray<SqlText>
+  /** The steps for one database and prefix, run one by one, in order. */
+  readonly statements: (dialect: SchemaDialect, tables: TableNames) => ReadonlyArray<SchemaStep>
   /**
    * The tables it creates in the in-memory store, which "creates" a table by adding an empty
    * map under its name (the memory store has no columns or indexes to declare).

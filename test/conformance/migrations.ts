@@ -8,7 +8,8 @@ import { expect, layer } from "@effect/vitest"
 import { Chunk, Clock, Deferred, Effect, Exit, Fiber, Option, Ref, TestClock } from "effect"
 import { randomUUID } from "node:crypto"
 import { JobLeases, JobStore, type NewJob } from "../../src/JobStore.ts"
-import { createJobTables, type Migration } from "../../src/adapters/sql/schema.ts"
+import { createJobTables, type Migration, migrations } from "../../src/adapters/sql/schema.ts"
+import { leaseExpiresAt, leaseWindowMs } from "../../src/core/lease.ts"
 import { tableNames } from "../../src/core/tables.ts"
 import type { MigrationStep } from "../../src/runtime/migrate.ts"
 import { type AdapterName, layerFor, TestDatabase } from "../support/databases.ts"
@@ -56,6 +57,11 @@ const driven = <A, E>(effect: Effect.Effect<A, E>) =>
     return yield* Fiber.join(fiber)
   })
 
+/** leasehold's migrations, by id. */
+const ALL_IDS = migrations.map((m) => m.id)
+/** What one run at `t` records: every migration, applied at `t` (the TestClock does not move). */
+const recordedAt = (t: number) => migrations.map(({ id, name }) => ({ id, name, appliedAt: t }))
+
 const job = (priority: number, uniqueKey: string): NewJob => {
   const id = randomUUID()
   return {
@@ -88,6 +94,63 @@ export const migrationConformance = (adapter: AdapterName) =>
       t: ReturnType<typeof tableNames>
     ) => [t.jobs, t.hosts, t.jobLocks, t.migrations, t.migrationLocks]
 
+    // What migration 1 wrote had no grace or deadline; the in-memory store has no schema to upgrade.
+    if (adapter !== "memory") {
+      it.effect("migration 2 on a database at migration 1: rows get core's grace and deadline, the reaper takes a silent row back exactly then, and a re-run changes nothing", () =>
+        Effect.gen(function*() {
+          const { db, prefix, tables } = yield* fresh
+          yield* TestClock.setTime(T0)
+          expect((yield* driven((yield* db.migrator({ prefix, migrations: [createJobTables] })).run)).applied)
+            .toHaveLength(1)
+          // Rows as migration 1's code wrote them: id, status, claim timeout, heartbeat, last update.
+          const old: ReadonlyArray<readonly [string, string, number, number | null, number]> = [
+            ["pending-30", "pending", 30, null, T0],
+            ["running-600", "processing", 600, T0 - 100 * SECOND, T0 - 1000 * SECOND],
+            ["running-30", "processing", 30, null, T0],
+            ["done-300", "completed", 300, null, T0]
+          ]
+          for (const [id, status, timeout, heartbeatAt, updatedAt] of old) {
+            yield* db.query(
+              `INSERT INTO ${
+                db.quote(tables.jobs)
+              } (id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, claim_token, unique_key, heartbeat_at, run_at, created_at, updated_at) VALUES (?, 't', 'default', '{}', 0, ?, 1, 3, ?, ?, ?, ?, ?, ?, ?)`,
+              [id, status, timeout, `tok-${id}`, id, heartbeatAt, T0, T0 - 2000 * SECOND, updatedAt]
+            )
+          }
+          const m = yield* db.migrator({ prefix })
+          expect((yield* driven(m.run)).applied.map((a) => a.id)).toEqual(ALL_IDS.slice(1))
+
+          const rows = yield* Effect.provide(
+            Effect.flatMap(JobStore, (store) => Effect.forEach(old, ([id]) => Effect.orDie(store.get(id)))),
+            db.storeLayer(prefix)
+          )
+          const byId = new Map(rows.map((r) => [Option.getOrThrow(r).id, Option.getOrThrow(r)]))
+          for (const [id, status, timeout, heartbeatAt, updatedAt] of old) {
+            const row = byId.get(id)!
+            expect(row.graceMs).toBe(leaseWindowMs(timeout))
+            // a running row's deadline: last seen + its window, the same as a lease taken then
+            expect(row.staleAt).toBe(status === "processing" ? leaseExpiresAt(heartbeatAt ?? updatedAt, timeout) : null)
+          }
+          const staleAt = (now: number) =>
+            Effect.provide(
+              Effect.flatMap(JobStore, (store) => Effect.orDie(store.stale(now, 10))),
+              db.storeLayer(prefix)
+            )
+          const deadline = leaseExpiresAt(T0, 30)
+          expect((yield* staleAt(deadline)).map((r) => r.id)).toEqual([])
+          expect((yield* staleAt(deadline + 1)).map((r) => r.id)).toEqual(["running-30"])
+
+          // A run that died after its steps but before recording them runs the steps again.
+          yield* db.query(`DELETE FROM ${db.quote(tables.migrations)} WHERE id = 2`)
+          expect((yield* driven(m.run)).applied.map((a) => a.id)).toEqual([2])
+          const again = yield* Effect.provide(
+            Effect.flatMap(JobStore, (store) => Effect.forEach(old, ([id]) => Effect.orDie(store.get(id)))),
+            db.storeLayer(prefix)
+          )
+          expect(again).toEqual(rows)
+        }))
+    }
+
     it.effect("run creates every table and records migration 1; status creates nothing", () =>
       Effect.gen(function*() {
         const { db, prefix, tables } = yield* fresh
@@ -97,16 +160,16 @@ export const migrationConformance = (adapter: AdapterName) =>
 
         const before = yield* m.status
         expect(before.applied).toEqual([])
-        expect(before.pending).toEqual([{ id: 1, name: createJobTables.name }])
+        expect(before.pending).toEqual(migrations.map(({ id, name }) => ({ id, name })))
         expect(before.lock).toMatchObject({ held: false, expired: false, owner: null, host: null })
         for (const t of allTables(tables)) expect(yield* db.tableExists(t)).toBe(false)
 
         const result = yield* m.run
-        expect(result.applied).toEqual([{ id: 1, name: createJobTables.name, appliedAt: T0 }])
+        expect(result.applied).toEqual(recordedAt(T0))
         for (const t of allTables(tables)) expect(yield* db.tableExists(t)).toBe(true)
 
         const after = yield* m.status
-        expect(after.applied).toEqual([{ id: 1, name: createJobTables.name, appliedAt: T0 }])
+        expect(after.applied).toEqual(recordedAt(T0))
         expect(after.pending).toEqual([])
         // released at the end
         expect(after.lock).toMatchObject({ held: false, expired: false, owner: null })
@@ -117,13 +180,13 @@ export const migrationConformance = (adapter: AdapterName) =>
         const { db, prefix } = yield* fresh
         yield* TestClock.setTime(T0)
         const m = yield* db.migrator({ prefix, host: "me" })
-        expect((yield* m.run).applied.map((a) => a.id)).toEqual([1])
+        expect((yield* m.run).applied.map((a) => a.id)).toEqual(ALL_IDS)
         yield* TestClock.adjust(MINUTE)
         expect((yield* m.run).applied).toEqual([])
         // a new migrator (a later deploy) finds nothing to do either
         const later = yield* db.migrator({ prefix, host: "other" })
         expect((yield* later.run).applied).toEqual([])
-        expect((yield* later.status).applied).toEqual([{ id: 1, name: createJobTables.name, appliedAt: T0 }])
+        expect((yield* later.status).applied).toEqual(recordedAt(T0))
       }))
 
     it.effect("the migrated schema serves the job store: enqueue, unique keys, claim order, host cap, job leases", () =>
@@ -214,11 +277,12 @@ export const migrationConformance = (adapter: AdapterName) =>
         yield* Deferred.succeed(gate, undefined)
         yield* drive(runs)
         const results = yield* Effect.forEach(runs, Fiber.join)
-        expect(results.flatMap((r) => r.applied.map((x) => x.id))).toEqual([1])
+        expect(results.flatMap((r) => r.applied.map((x) => x.id))).toEqual(ALL_IDS)
         expect(results.find((r) => r.applied.length > 0)?.owner).toBe(winner[0])
-        expect(yield* Ref.get(entered)).toEqual(winner)
+        // every step ran once, all of them by the winner
+        expect(yield* Ref.get(entered)).toEqual(ALL_IDS.map(() => winner[0]))
         const status = yield* b!.status
-        expect(status.applied.map((x) => x.id)).toEqual([1])
+        expect(status.applied.map((x) => x.id)).toEqual(ALL_IDS)
         expect(status.lock.held).toBe(false)
       }))
 
@@ -250,7 +314,7 @@ export const migrationConformance = (adapter: AdapterName) =>
         expect(error.message).toContain("leasehold migrate unlock")
         // nothing applied, and the holder's lease untouched
         expect(yield* db.tableExists(tables.jobs)).toBe(false)
-        expect((yield* m.status).pending.map((p) => p.id)).toEqual([1])
+        expect((yield* m.status).pending.map((p) => p.id)).toEqual(ALL_IDS)
         expect(Option.getOrThrow(yield* other.read("migrate"))).toMatchObject({
           owner: "other-owner",
           expiresAt: T0 + 10 * MINUTE
@@ -272,7 +336,7 @@ export const migrationConformance = (adapter: AdapterName) =>
         expect(yield* other.release({ name: "migrate", owner: "other-owner" })).toBe(true)
         yield* drive([run])
         const result = yield* Fiber.join(run)
-        expect(result.applied.map((a) => a.id)).toEqual([1])
+        expect(result.applied.map((a) => a.id)).toEqual(ALL_IDS)
         // it applied within one poll of the release, long before its timeout
         expect(result.applied[0]!.appliedAt).toBeLessThanOrEqual(T0 + 31 * SECOND)
       }))
@@ -312,7 +376,7 @@ export const migrationConformance = (adapter: AdapterName) =>
             )
         })
         const result = yield* driven(m.run)
-        expect(result.applied.map((a) => a.id)).toEqual([1])
+        expect(result.applied.map((a) => a.id)).toEqual(ALL_IDS)
         expect(yield* Clock.currentTimeMillis).toBe(T0) // no waiting
         const during = Option.getOrThrow(yield* Ref.get(seen))
         expect(during).toEqual({ owner: result.owner, holder: result.owner, host: "me" })
@@ -359,7 +423,7 @@ export const migrationConformance = (adapter: AdapterName) =>
         expect(yield* db.tableExists(tables.jobs)).toBe(false)
         const status = yield* m.status
         expect(status.applied).toEqual([])
-        expect(status.pending.map((p) => p.id)).toEqual([1])
+        expect(status.pending.map((p) => p.id)).toEqual(ALL_IDS)
         expect(status.lock).toMatchObject({ held: true, owner: "thief" })
       }))
 
@@ -496,7 +560,7 @@ export const migrationConformance = (adapter: AdapterName) =>
         expect(yield* m.unlock({ force: true })).toMatchObject({ removed: true, lock: { held: true, owner: "live2" } })
         expect(yield* other.ownerOf("migrate")).toEqual(Option.none())
         // and a run then proceeds at once
-        expect((yield* m.run).applied.map((a) => a.id)).toEqual([1])
+        expect((yield* m.run).applied.map((a) => a.id)).toEqual(ALL_IDS)
       }))
 
     it.effect("the migration lock's statements target its own table, not the job lock table", () =>

@@ -17,9 +17,11 @@ import {
   leaseExpiresAt,
   leaseNameFor,
   type LeaseOptions,
+  leaseWindowMs,
   leaseWindowSeconds,
   mayAcquire
 } from "../../src/core/lease.ts"
+import { applyClaim, applyHeartbeat, newJobRow } from "../../src/core/transitions.ts"
 
 const SECOND = 1000
 /** The widest a lease name may be (§1: lockname VARCHAR(100)). */
@@ -235,16 +237,40 @@ describe("§3 Window: claim t (≤ 0 means 300), window = t + max(60, t), the le
       expect(leaseExpiresAt(now + later, t) - leaseExpiresAt(now, t)).toBe(later)
     })))
 
+  // A row as a claim at `claimedAt` leaves it: its own grace (from its timeout, if any) capped
+  // by the worker's cap (src/core/transitions.ts applyClaim).
+  const claimedRow = (claimedAt: number, t: number | null, cap: number | undefined) =>
+    applyClaim(
+      {
+        ...newJobRow({
+          id: "j",
+          name: "n",
+          queue: "q",
+          payload: "{}",
+          priority: 0,
+          maxRetries: 0,
+          claimTimeout: t ?? 300,
+          uniqueKey: "j",
+          runAt: 0,
+          now: 0
+        }),
+        claimTimeout: t,
+        graceMs: t === null ? null : leaseWindowMs(t)
+      },
+      { queues: undefined, host: "h", now: claimedAt, claimToken: "tok", timeoutCap: cap, hostCap: undefined }
+    )
+
   it("it equals the reaper's grace (§7): a lease taken at the claim is free exactly when the silent row turns stale", () =>
     fc.assert(
       fc.property(
         instants,
         fc.option(claims, { nil: null }),
+        fc.option(claims, { nil: undefined }),
         fc.integer({ min: -2_000_000_000, max: 2_000_000_000 }),
-        (claimedAt, t, offset) => {
+        (claimedAt, t, cap, offset) => {
           const now = claimedAt + offset
-          const row = { heartbeatAt: null, updatedAt: claimedAt, claimTimeout: t }
-          expect(isExpired(leaseExpiresAt(claimedAt, t ?? 300), now)).toBe(isStale(row, 300, now))
+          const row = claimedRow(claimedAt, t, cap)
+          expect(isExpired(leaseExpiresAt(claimedAt, row.claimTimeout), now)).toBe(isStale(row, now))
         }
       )
     ))
@@ -258,8 +284,24 @@ describe("§3 Window: claim t (≤ 0 means 300), window = t + max(60, t), the le
         fc.integer({ min: 0, max: 2_000_000_000 }),
         (claimedAt, t, takenAfter, offset) => {
           const now = claimedAt + offset
-          const stale = isStale({ heartbeatAt: null, updatedAt: claimedAt, claimTimeout: t }, 300, now)
-          if (!stale) expect(isExpired(leaseExpiresAt(claimedAt + takenAfter, t), now)).toBe(false)
+          const row = claimedRow(claimedAt, t, undefined)
+          if (!isStale(row, now)) expect(isExpired(leaseExpiresAt(claimedAt + takenAfter, t), now)).toBe(false)
+        }
+      )
+    ))
+
+  it("a heartbeat moves the deadline with the lease: the row turns stale exactly when the renewed lease is free", () =>
+    fc.assert(
+      fc.property(
+        instants,
+        claims,
+        fc.integer({ min: 0, max: 10_000_000 }),
+        fc.integer({ min: -2_000_000_000, max: 2_000_000_000 }),
+        (claimedAt, t, beatAfter, offset) => {
+          const beat = claimedAt + beatAfter
+          const row = applyHeartbeat(claimedRow(claimedAt, t, undefined), beat, leaseExpiresAt(beat, t))
+          const now = beat + offset
+          expect(isStale(row, now)).toBe(isExpired(leaseExpiresAt(beat, t), now))
         }
       )
     ))

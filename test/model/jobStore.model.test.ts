@@ -115,7 +115,6 @@ type Gen =
   | { readonly kind: "heartbeat"; readonly job: JobPick; readonly token: TokenPick }
   | {
     readonly kind: "reap"
-    readonly timeout: number
     readonly limit: number
     readonly idempotent: boolean
     readonly again: boolean
@@ -138,11 +137,16 @@ type Step =
     readonly runAt: number
     readonly lease: string
   }
-  | { readonly op: "heartbeat"; readonly id: string; readonly token: string; readonly now: number }
+  | {
+    readonly op: "heartbeat"
+    readonly id: string
+    readonly token: string
+    readonly now: number
+    readonly staleAt: number
+  }
   | {
     readonly op: "reap"
     readonly now: number
-    readonly timeout: number
     readonly limit: number
     readonly idempotent: boolean
     readonly again: boolean
@@ -222,7 +226,6 @@ const genStep: fc.Arbitrary<Gen> = fc.oneof(
     weight: 2,
     arbitrary: fc.record({
       kind: fc.constant("reap" as const),
-      timeout: fc.constantFrom(30, 300),
       limit: fc.constantFrom(1, 5),
       idempotent: fc.boolean(),
       again: fc.boolean()
@@ -295,15 +298,15 @@ const settle = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<unknown> =>
 /** What the reaper does (src/runtime/worker/turns.ts reaps the same way): stale rows, then one reap each. */
 const reapStep = (store: Stores, step: Extract<Step, { op: "reap" }>) =>
   Effect.gen(function*() {
-    const stale = yield* store.jobs.stale(step.now, step.timeout, step.limit)
+    const stale = yield* store.jobs.stale(step.now, step.limit)
     const reaped: Array<unknown> = []
     for (const row of stale) {
       const decided = decideReap(row, { idempotent: step.idempotent, backoff: DEFAULT_BACKOFF }, step.now)
       // Keep run_at unique per job (see the header): the backoff is whole seconds.
       const decision = decided._tag === "Retry" ? { ...decided, runAt: decided.runAt + jobNo(row.id) } : decided
-      const first = yield* store.jobs.reap(row, decision, step.now, step.timeout)
+      const first = yield* store.jobs.reap(row, decision, step.now)
       // A second reaper with the same read must lose (guarded by attempts and staleness).
-      reaped.push(step.again ? [first, yield* store.jobs.reap(row, decision, step.now, step.timeout)] : first)
+      reaped.push(step.again ? [first, yield* store.jobs.reap(row, decision, step.now)] : first)
     }
     return { stale, reaped }
   })
@@ -325,7 +328,7 @@ const runStep = (store: Stores, step: Step): Effect.Effect<unknown> => {
     case "defer":
       return settle(store.jobs.defer(step.id, step.token, step.now, step.runAt, step.lease))
     case "heartbeat":
-      return settle(store.jobs.heartbeat(step.id, step.token, step.now))
+      return settle(store.jobs.heartbeat(step.id, step.token, step.now, step.staleAt))
     case "reap":
       return settle(reapStep(store, step))
     case "handOff":
@@ -425,13 +428,14 @@ const resolve = (model: Stores, g: Gen, i: number, now: number, ids: Array<strin
       }
       case "heartbeat": {
         const id = yield* pickJob(g.job)
-        return { op: "heartbeat", id, token: yield* token(id, g.token), now } satisfies Step
+        // What the worker writes (src/runtime/worker/perform.ts): the lease's new expiry.
+        const staleAt = leaseExpiresAt(now, (yield* row(id))?.claimTimeout)
+        return { op: "heartbeat", id, token: yield* token(id, g.token), now, staleAt } satisfies Step
       }
       case "reap":
         return {
           op: "reap",
           now,
-          timeout: g.timeout,
           limit: g.limit,
           idempotent: g.idempotent,
           again: g.again

@@ -71,6 +71,16 @@ export interface TestDatabaseApi {
    * maps). Dies if one of them is missing: a test that drops a table must use tables of its own.
    */
   readonly clearJobTables: (prefix: string) => Effect.Effect<void>
+  /**
+   * Raw SQL with `?` placeholders (rewritten to `$n` on PostgreSQL), for tests that must write
+   * what an older schema wrote; the in-memory store has no SQL and dies.
+   */
+  readonly query: (
+    text: string,
+    params?: ReadonlyArray<unknown>
+  ) => Effect.Effect<ReadonlyArray<Record<string, unknown>>>
+  /** A table name quoted for this database's SQL. */
+  readonly quote: (table: string) => string
 }
 
 /** The adapter under test, as a conformance suite sees it. */
@@ -141,7 +151,13 @@ const sqlDatabase = (adapter: AdapterName, label: string) =>
       tableExists: (table) => Effect.orDie(Effect.flatMap(leaseLock(table), (lock) => lock.tableExists)),
       sharedJobTables: migrateShared,
       clearJobTables: (p) =>
-        Effect.orDie(Effect.forEach(clearedTables(p), (t) => sql.unsafe(`DELETE FROM ${quote(t)}`), { discard: true }))
+        Effect.orDie(Effect.forEach(clearedTables(p), (t) => sql.unsafe(`DELETE FROM ${quote(t)}`), { discard: true })),
+      query: (text, params = []) => {
+        let n = 0
+        const native = adapter === "postgres" ? text.replace(/\?/g, () => `$${++n}`) : text
+        return Effect.orDie(sql.unsafe<Record<string, unknown>>(native, [...params]).withoutTransform)
+      },
+      quote
     })
   })
 
@@ -220,7 +236,9 @@ export const memoryLayer = (label: string) =>
             const missing = clearedTables(p).filter((t) => !tables.has(t))
             if (missing.length > 0) return Effect.dieMessage(`no such table: ${missing.join(", ")}`)
             return Ref.set(db.tables, new Map([...tables, ...clearedTables(p).map((t) => [t, new Map()] as const)]))
-          })
+          }),
+        query: () => Effect.dieMessage("the in-memory store has no SQL"),
+        quote: (table) => table
       })
     })
   )

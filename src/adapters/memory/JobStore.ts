@@ -10,6 +10,7 @@ import type { ClaimInput, ClaimResult, HostRow, JobCount, JobRow } from "../../c
 import { tableNames } from "../../core/tables.ts"
 import {
   applyClaim,
+  applyHeartbeat,
   applyDefer,
   applyHandOff,
   applyOutcome,
@@ -89,8 +90,8 @@ export const makeMemoryJobStore = (
       return [{ _tag: "Claimed", job }, put(rows, job.id, job)]
     })
 
-  const staleRows = (rows: ReadonlyMap<string, JobRow>, now: number, timeout: number) =>
-    [...rows.values()].filter((r) => r.status === "processing" && isStale(r, timeout, now))
+  const staleRows = (rows: ReadonlyMap<string, JobRow>, now: number) =>
+    [...rows.values()].filter((r) => isStale(r, now))
 
   const releaseLease = (lease: string, token: string) =>
     modifyTable(db, tables.jobLocks, (rows: ReadonlyMap<string, LeaseRow>) => {
@@ -131,13 +132,13 @@ export const makeMemoryJobStore = (
       }),
     defer: (id, token, now, runAt, leaseName) =>
       update(id, (r) => mayDefer(r, token), (r) => applyDefer(r, now, runAt, leaseName)),
-    heartbeat: (id, token, now) => update(id, (r) => isOurs(r, token), (r) => ({ ...r, heartbeatAt: now })),
-    stale: (now, timeout, limit) =>
-      jobsTable((rows) => [staleRows(rows, now, timeout).sort((a, b) => a.updatedAt - b.updatedAt).slice(0, limit)]),
-    reap: (row, decision, now, timeout) =>
+    heartbeat: (id, token, now, staleAt) => update(id, (r) => isOurs(r, token), (r) => applyHeartbeat(r, now, staleAt)),
+    stale: (now, limit) =>
+      jobsTable((rows) => [staleRows(rows, now).sort((a, b) => a.updatedAt - b.updatedAt).slice(0, limit)]),
+    reap: (row, decision, now) =>
       update(
         row.id,
-        (r) => r.attempts === row.attempts && r.status === "processing" && isStale(r, timeout, now),
+        (r) => r.attempts === row.attempts && isStale(r, now),
         (r) => applyReap(r, decision, now)
       ),
     handOff,

@@ -3,6 +3,7 @@
  * `affectedRows` (mysql2 counts matched rows). Tables use utf8mb4 with a binary collation so
  * names compare exactly as written (the server default is case-insensitive).
  */
+import { leaseWindowMs } from "../../core/lease.ts"
 import { type Dialect, errorCode, isNetworkError, JOB_COLUMNS } from "../sql/dialect.ts"
 import { type Syntax, sqlFor } from "../sql/statement.ts"
 
@@ -30,21 +31,33 @@ export const mysql: Dialect = {
     // A plain INSERT: a duplicate key fails the statement but, unlike PostgreSQL, does not
     // abort an enclosing transaction; the caller then reads the row and tries a take-over.
     insert: (t, row) =>
-      sql`INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt})`
+      sql`INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt})`,
+    acquire: { kind: "readThenInsert" }
   },
   jobs: {
     // A plain INSERT: a taken unique key fails it (without aborting a transaction); the store
     // then finds the existing job by its key.
     insert: ({ sql, jobs }, j) =>
-      sql`INSERT INTO ${jobs} (id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, unique_key, run_at, created_at, updated_at) VALUES (${j.id}, ${j.name}, ${j.queue}, ${j.payload}, ${j.priority}, 'pending', 0, ${j.maxRetries}, ${j.claimTimeout}, ${j.uniqueKey}, ${j.runAt}, ${j.now}, ${j.now})`,
-    // No UPDATE … RETURNING: the store locks one due row with this (reading all of it), updates it
-    // by id and applies the same change to the row it read. The claim index must drive the scan: with a filesort, InnoDB locks every due row it
-    // reads before LIMIT applies, and concurrent claimers then skip them all and find nothing.
-    pickDue: ({ sql, jobs, claimIndex }, due, limit) =>
-      sql`SELECT ${JOB_COLUMNS} FROM ${jobs} FORCE INDEX (${claimIndex}) WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
-    updateReturning: false,
-    readCommitted: true,
-    lockHost: ({ sql, hosts }, host) => sql`SELECT host FROM ${hosts} WHERE host = ${host} FOR UPDATE`,
+      sql`INSERT INTO ${jobs} (id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, grace_ms, unique_key, run_at, created_at, updated_at) VALUES (${j.id}, ${j.name}, ${j.queue}, ${j.payload}, ${j.priority}, 'pending', 0, ${j.maxRetries}, ${j.claimTimeout}, ${
+        leaseWindowMs(j.claimTimeout)
+      }, ${j.uniqueKey}, ${j.runAt}, ${j.now}, ${j.now})`,
+    // No UPDATE … RETURNING: the store locks due rows with pickDue (reading all of them), updates
+    // them by id and applies the same change to the rows it read. The claim index must drive the
+    // scan: with a filesort, InnoDB locks every due row it reads before LIMIT applies, and
+    // concurrent claimers then skip them all and find nothing.
+    claim: {
+      kind: "lockThenUpdate",
+      pickDue: ({ sql, jobs, claimIndex }, due, limit) =>
+        sql`SELECT ${JOB_COLUMNS} FROM ${jobs} FORCE INDEX (${claimIndex}) WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT ${limit} FOR UPDATE SKIP LOCKED`
+    },
+    hostCap: {
+      kind: "lockHostRow",
+      lockHost: ({ sql, hosts }, host) => sql`SELECT host FROM ${hosts} WHERE host = ${host} FOR UPDATE`
+    },
+    wakeups: { kind: "poll" },
+    finish: { kind: "steps" },
+    updateReports: "count",
+    isolation: "readCommitted",
     // MySQL cannot select from the table it updates; a single-table UPDATE takes ORDER BY and LIMIT.
     handOff: ({ sql, jobs }, leaseName, now, exceptId) =>
       sql`UPDATE ${jobs} SET run_at = LEAST(run_at, ${now}) WHERE lease_name = ${leaseName} AND status = 'pending' AND id <> ${exceptId} ORDER BY priority DESC, created_at ASC LIMIT 1`,

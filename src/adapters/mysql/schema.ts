@@ -1,12 +1,13 @@
 /**
- * MySQL/MariaDB's DDL for leasehold's schema (migration 1 and the migration runner's table). The
+ * MySQL/MariaDB's DDL for leasehold's schema (migration 1, the migration runner's table, and how later migrations add a column). The
  * shared migration list, src/adapters/sql/schema.ts, puts each dialect's statements in order.
  *
  * MySQL has no CREATE INDEX IF NOT EXISTS (MariaDB has), so the indexes are declared in the
  * CREATE TABLE, which then stays one idempotent statement. utf8mb4_bin: keys compare exactly.
  */
 import type { TableNames } from "../../core/tables.ts"
-import { type DialectSchema, quotedTables } from "../sql/schemaNames.ts"
+import { addColumnUnless, type DialectSchema, quotedTables } from "../sql/schemaNames.ts"
+import type { SchemaStep } from "../../ports/MigrationStore.ts"
 import { type Statement, sqlFor } from "../sql/statement.ts"
 import { mysql } from "./dialect.ts"
 
@@ -64,5 +65,15 @@ const createMigrations = (t: TableNames): Statement =>
   applied_at BIGINT NOT NULL
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`
 
+// MySQL has no ADD COLUMN IF NOT EXISTS (MariaDB has): the catalog says whether a column is there.
+const addColumn = (table: string, column: string, definition: string): SchemaStep =>
+  addColumnUnless(
+    syntax,
+    my`SELECT 1 FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = ${table} AND column_name = ${column}`,
+    table,
+    column,
+    definition
+  )
+
 /** MySQL/MariaDB's schema statements. */
-export const mysqlSchema: DialectSchema = { createJobsAndHosts, createMigrations }
+export const mysqlSchema: DialectSchema = { createJobsAndHosts, createMigrations, addColumn, bigint: "BIGINT" }

@@ -2,7 +2,9 @@
  * PostgreSQL: every statement that is PostgreSQL's own. Placeholders are `$1…`; BIGINT comes
  * back as a string; row counts are `rowCount`.
  */
-import { type Dialect, errorCode, isNetworkError, JOB_COLUMNS } from "../sql/dialect.ts"
+import { leaseWindowMs } from "../../core/lease.ts"
+import type { NewJob } from "../../core/model.ts"
+import { type Dialect, errorCode, isNetworkError, JOB_COLUMNS, type JobSqlContext } from "../sql/dialect.ts"
 import { RawSql, type Syntax, sqlFor } from "../sql/statement.ts"
 
 const syntax: Syntax = {
@@ -11,6 +13,12 @@ const syntax: Syntax = {
   quote: (id) => `"${id}"`
 }
 const sql = sqlFor(syntax)
+
+// A taken unique key inserts nothing (no error, so an enclosing transaction stays usable).
+const insert = ({ sql, jobs }: JobSqlContext, j: NewJob) =>
+  sql`INSERT INTO ${jobs} (id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, grace_ms, unique_key, run_at, created_at, updated_at) VALUES (${j.id}, ${j.name}, ${j.queue}, ${j.payload}, ${j.priority}, 'pending', 0, ${j.maxRetries}, ${j.claimTimeout}, ${
+    leaseWindowMs(j.claimTimeout)
+  }, ${j.uniqueKey}, ${j.runAt}, ${j.now}, ${j.now}) ON CONFLICT (unique_key) DO NOTHING`
 
 /** The PostgreSQL dialect. */
 export const postgres: Dialect = {
@@ -33,39 +41,54 @@ export const postgres: Dialect = {
     // Insert, or take over a lease that expired strictly before now, in one statement that
     // never raises a duplicate-key error (so an enclosing transaction stays usable). Concurrent
     // callers on one row queue on its lock and re-check the WHERE, so exactly one wins.
-    acquire: (t, row) =>
-      sql`INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt}) ON CONFLICT (lockname) DO UPDATE SET lockowner = EXCLUDED.lockowner, lockhost = EXCLUDED.lockhost, acquiredat = EXCLUDED.acquiredat, expiresat = EXCLUDED.expiresat WHERE ${t}.expiresat < EXCLUDED.acquiredat RETURNING lockowner`
+    acquire: {
+      kind: "upsert",
+      statement: (t, row) =>
+        sql`INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt}) ON CONFLICT (lockname) DO UPDATE SET lockowner = EXCLUDED.lockowner, lockhost = EXCLUDED.lockhost, acquiredat = EXCLUDED.acquiredat, expiresat = EXCLUDED.expiresat WHERE ${t}.expiresat < EXCLUDED.acquiredat RETURNING lockowner`
+    }
   },
   jobs: {
-    insert: ({ sql, jobs }, j) =>
-      sql`INSERT INTO ${jobs} (id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, unique_key, run_at, created_at, updated_at) VALUES (${j.id}, ${j.name}, ${j.queue}, ${j.payload}, ${j.priority}, 'pending', 0, ${j.maxRetries}, ${j.claimTimeout}, ${j.uniqueKey}, ${j.runAt}, ${j.now}, ${j.now}) ON CONFLICT (unique_key) DO NOTHING`,
-    insertNotify: (c, j, channel) =>
-      c.sql`WITH inserted AS (${
-        postgres.jobs.insert(c, j)
-      } RETURNING id, queue) SELECT id, pg_notify(${channel}, queue) FROM inserted`,
-    // One statement: the subquery locks the best due row, skipping rows other claimers hold.
-    claimReturning: ({ sql, jobs }, { set, due, capped, limit }) =>
-      sql`UPDATE ${jobs} SET ${set} WHERE id IN (SELECT id FROM ${jobs} WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT ${limit} FOR UPDATE SKIP LOCKED)${capped} RETURNING ${JOB_COLUMNS}`,
-    newToken: new RawSql("gen_random_uuid()::text"),
-    updateReturning: true,
-    lockHost: ({ sql, hosts }, host) => sql`SELECT host FROM ${hosts} WHERE host = ${host} FOR UPDATE`,
+    insert,
+    claim: {
+      kind: "returning",
+      // One statement: the subquery locks the best due rows, skipping rows other claimers hold.
+      statement: ({ sql, jobs }, { set, due, limit }) =>
+        sql`UPDATE ${jobs} SET ${set} WHERE id IN (SELECT id FROM ${jobs} WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT ${limit} FOR UPDATE SKIP LOCKED) RETURNING ${JOB_COLUMNS}`,
+      newToken: new RawSql("gen_random_uuid()::text")
+    },
+    hostCap: {
+      kind: "lockHostRow",
+      lockHost: ({ sql, hosts }, host) => sql`SELECT host FROM ${hosts} WHERE host = ${host} FOR UPDATE`
+    },
+    wakeups: {
+      kind: "notify",
+      insertNotify: (c, j, channel) =>
+        c.sql`WITH inserted AS (${
+          insert(c, j)
+        } RETURNING id, queue) SELECT id, pg_notify(${channel}, queue) FROM inserted`,
+      // SELECT pg_notify: a parameterised NOTIFY is rejected, and this form is delivered only
+      // when the surrounding transaction commits.
+      notify: ({ sql }, channel, payload) => sql`SELECT pg_notify(${channel}, ${payload})`
+    },
+    finish: {
+      kind: "oneStatement",
+      // The outcome, the release and the hand-off in one round trip and one transaction. The
+      // hand-off runs only if the release deleted our row; the waiter woken is notified on commit.
+      statement: ({ sql, jobs, jobLocks }, f) =>
+        sql`WITH done AS (${f.outcome} RETURNING id),
+released AS (DELETE FROM ${jobLocks} WHERE lockname = ${f.leaseName} AND lockowner = ${f.owner} RETURNING lockname),
+woke AS (UPDATE ${jobs} SET run_at = LEAST(run_at, ${f.now}) WHERE id = (SELECT id FROM ${jobs} WHERE lease_name = ${f.leaseName} AND status = 'pending' AND id <> ${f.id} AND EXISTS (SELECT 1 FROM released) ORDER BY priority DESC, created_at ASC LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id),
+rung AS (SELECT pg_notify(${f.channel}, ${f.leaseName}) FROM woke)
+SELECT (SELECT COUNT(*) FROM done) AS written, (SELECT COUNT(*) FROM released) AS released, (SELECT COUNT(*) FROM rung) AS woke`
+    },
+    updateReports: "rows",
+    isolation: "session",
     handOff: ({ sql, jobs }, leaseName, now, exceptId) =>
       sql`UPDATE ${jobs} SET run_at = LEAST(run_at, ${now}) WHERE id = (SELECT id FROM ${jobs} WHERE lease_name = ${leaseName} AND status = 'pending' AND id <> ${exceptId} ORDER BY priority DESC, created_at ASC LIMIT 1 FOR UPDATE SKIP LOCKED)`,
     upsertHost: ({ sql, hosts }, host, now, maxConcurrent, codeVersion) =>
       sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining, code_version) VALUES (${host}, ${now}, ${now}, 0, ${maxConcurrent}, 0, ${codeVersion}) ON CONFLICT (host) DO UPDATE SET last_seen_at = EXCLUDED.last_seen_at, max_concurrent = EXCLUDED.max_concurrent, code_version = EXCLUDED.code_version`,
     ensureHost: ({ sql, hosts }, host, now) =>
-      sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining) VALUES (${host}, ${now}, ${now}, 0, 0, 0) ON CONFLICT (host) DO NOTHING`,
-    // SELECT pg_notify: a parameterised NOTIFY is rejected, and this form is delivered only
-    // when the surrounding transaction commits.
-    notify: ({ sql }, channel, payload) => sql`SELECT pg_notify(${channel}, ${payload})`,
-    // The outcome, the release and the hand-off in one round trip and one transaction. The
-    // hand-off runs only if the release deleted our row; the waiter woken is notified on commit.
-    finish: ({ sql, jobs, jobLocks }, f) =>
-      sql`WITH done AS (${f.outcome} RETURNING id),
-released AS (DELETE FROM ${jobLocks} WHERE lockname = ${f.leaseName} AND lockowner = ${f.owner} RETURNING lockname),
-woke AS (UPDATE ${jobs} SET run_at = LEAST(run_at, ${f.now}) WHERE id = (SELECT id FROM ${jobs} WHERE lease_name = ${f.leaseName} AND status = 'pending' AND id <> ${f.id} AND EXISTS (SELECT 1 FROM released) ORDER BY priority DESC, created_at ASC LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id),
-rung AS (SELECT pg_notify(${f.channel}, ${f.leaseName}) FROM woke)
-SELECT (SELECT COUNT(*) FROM done) AS written, (SELECT COUNT(*) FROM released) AS released, (SELECT COUNT(*) FROM rung) AS woke`
+      sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining) VALUES (${host}, ${now}, ${now}, 0, 0, 0) ON CONFLICT (host) DO NOTHING`
   },
   isTransient: (cause) => ["40P01", "40001"].includes(errorCode(cause) ?? ""),
   // Class 08 (connection exception), 57P01–57P03 (server shutting down or not yet up), a socket

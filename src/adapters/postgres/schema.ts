@@ -1,10 +1,10 @@
 /**
- * PostgreSQL's DDL for leasehold's schema (migration 1 and the migration runner's table). The
+ * PostgreSQL's DDL for leasehold's schema (migration 1, the migration runner's table, and how later migrations add a column). The
  * shared migration list, src/adapters/sql/schema.ts, puts each dialect's statements in order.
  */
 import type { TableNames } from "../../core/tables.ts"
 import { type DialectSchema, quotedTables } from "../sql/schemaNames.ts"
-import { type Statement, sqlFor } from "../sql/statement.ts"
+import { checkIdentifier, RawSql, type Statement, sqlFor } from "../sql/statement.ts"
 import { postgres } from "./dialect.ts"
 
 const syntax = postgres.syntax
@@ -61,5 +61,11 @@ const createMigrations = (t: TableNames): Statement =>
   applied_at BIGINT NOT NULL
 )`
 
+// PostgreSQL has ADD COLUMN IF NOT EXISTS: the step is idempotent by itself.
+const addColumn = (table: string, column: string, definition: string): Statement =>
+  pg`ALTER TABLE ${new RawSql(syntax.quote(checkIdentifier(table)))} ADD COLUMN IF NOT EXISTS ${new RawSql(
+    checkIdentifier(column)
+  )} ${new RawSql(definition)}`
+
 /** PostgreSQL's schema statements. */
-export const postgresSchema: DialectSchema = { createJobsAndHosts, createMigrations }
+export const postgresSchema: DialectSchema = { createJobsAndHosts, createMigrations, addColumn, bigint: "BIGINT" }

@@ -35,6 +35,7 @@ export const make = (
     const dialect = dialectOf(sql)
     const tables = tableNames(options.prefix)
     const s = jobStatements(dialect, tables)
+    const d = dialect.jobs
 
     const rows = (st: Statement) =>
       sql.unsafe<Record<string, unknown>>(st.sql, st.params as Array<unknown>).withoutTransform
@@ -47,7 +48,7 @@ export const make = (
     // MySQL/MariaDB: claims and job-row writes run at READ COMMITTED, which takes no gap locks,
     // so a claim and a completion cannot deadlock on each other's index gaps (docs/retries.md).
     // A write on its own is one round trip: the SET applies to the statement's own transaction.
-    const readCommitted = dialect.jobs.readCommitted === true
+    const readCommitted = d.isolation === "readCommitted"
     const write = (st: Statement): Effect.Effect<number, SqlError> =>
       readCommitted
         ? Effect.flatMap(inTransaction, (inside) =>
@@ -61,14 +62,19 @@ export const make = (
     const transaction = <A, E>(effect: Effect.Effect<A, E>) =>
       readCommitted ? readCommittedTransaction(sql, effect) : sql.withTransaction(effect)
 
-    // PostgreSQL: wake idle workers. Sent after the write, in the same transaction when there
+    // Wake idle workers (PostgreSQL): sent after the write, in the same transaction when there
     // is one, so a rolled-back enqueue wakes nobody. A failed notify is only a missed wake-up.
+    const wakeups = d.wakeups
     const notify = (payload: string) =>
-      s.notify === undefined ? Effect.void : Effect.ignoreLogged(rows(s.notify(payload)))
+      wakeups.kind === "notify"
+        ? Effect.ignoreLogged(rows(wakeups.notify(s.context, tables.channel, payload)))
+        : Effect.void
 
-    // PostgreSQL inserts and notifies in one statement; elsewhere there is nothing to notify.
+    // Rows inserted: 1, or 0 when the unique key is taken. PostgreSQL notifies in the same statement.
     const insertRow = (job: NewJob) =>
-      s.insertNotify === undefined ? changed(s.insert(job)) : Effect.map(rows(s.insertNotify(job)), (r) => r.length)
+      wakeups.kind === "notify"
+        ? Effect.map(rows(wakeups.insertNotify(s.context, job, tables.channel)), (r) => r.length)
+        : changed(s.insert(job))
 
     const insert = (job: NewJob) =>
       Effect.gen(function*() {
@@ -86,25 +92,28 @@ export const make = (
     // Up to `limit` rows in one claim, best first. A single row carries the caller's token;
     // rows of a batch each get a fresh one (made by the database where it can).
     const claimRows = (input: ClaimInput, limit: number): Effect.Effect<ReadonlyArray<JobRow>, SqlError> => {
-      if (s.claimReturning) {
-        return limit <= 1
-          ? jobs(s.claimReturning(input))
-          : Effect.map(jobs(s.claimBatchReturning!(input, limit)), (r) =>
-            [...r].sort((a, b) => b.priority - a.priority || a.runAt - b.runAt))
+      const strategy = d.claim
+      switch (strategy.kind) {
+        case "returning":
+          return limit <= 1
+            ? jobs(strategy.statement(s.context, s.claimParts(input, 1)))
+            : Effect.map(
+              jobs(strategy.statement(s.context, s.claimParts(input, limit, strategy.newToken))),
+              (r) => [...r].sort((a, b) => b.priority - a.priority || a.runAt - b.runAt)
+            )
+        case "lockThenUpdate":
+          // Holding the picked rows' locks, update them by id; they end as applyClaim says.
+          return transaction(Effect.gen(function*() {
+            const parts = s.claimParts(input, limit)
+            const picked = yield* jobs(strategy.pickDue(s.context, parts.due, parts.limit))
+            if (picked.length === 0) {
+              return []
+            }
+            const tokens = picked.map((r, i) => ({ id: r.id, token: i === 0 ? input.claimToken : randomUUID() }))
+            yield* changed(s.claimByIds(input, tokens))
+            return picked.map((r, i) => applyClaim(r, { ...input, claimToken: tokens[i]!.token }))
+          }))
       }
-      // MySQL has no UPDATE … RETURNING: lock due rows (skipping rows other claimers hold) and
-      // update them by id in one transaction; holding their locks, the rows end as applyClaim says.
-      return transaction(Effect.gen(function*() {
-        const picked = yield* jobs(s.pickDue(input, limit))
-        if (picked.length === 0) {
-          return []
-        }
-        const tokens = picked.map((r, i) => ({ id: r.id, token: i === 0 ? input.claimToken : randomUUID() }))
-        yield* changed(s.claimByIds(input, tokens))
-        return picked.map((r, i) =>
-          applyClaim(r, { ...input, claimToken: tokens[i]!.token })
-        )
-      }))
     }
     const claimRow = (input: ClaimInput) => Effect.map(claimRows(input, 1), (r) => Option.fromNullable(r[0]))
 
@@ -140,32 +149,42 @@ export const make = (
           })
         )
       }
-      if (s.lockHost === undefined) {
-        // SQLite: one statement counts and claims; the database allows one writer at a time.
-        return Effect.flatMap(retryTransient(dialect, "claim", jobs(s.claimReturning!(input, cap))), (r) =>
-          r[0] !== undefined
-            ? Effect.succeed<ClaimResult>({ _tag: "Claimed", job: r[0] })
-            : Effect.map(countRunning(input.host), (running): ClaimResult =>
-              running >= cap ? { _tag: "Capped", running } : { _tag: "NothingDue" }))
+      const strategy = d.hostCap
+      switch (strategy.kind) {
+        case "countInClaim":
+          // One statement counts and claims (SQLite: one writer at a time).
+          return Effect.flatMap(
+            retryTransient(
+              dialect,
+              "claim",
+              jobs(strategy.statement(s.context, s.claimParts(input, 1, undefined, cap)))
+            ),
+            (r) =>
+              r[0] !== undefined
+                ? Effect.succeed<ClaimResult>({ _tag: "Claimed", job: r[0] })
+                : Effect.map(countRunning(input.host), (running): ClaimResult =>
+                  running >= cap ? { _tag: "Capped", running } : { _tag: "NothingDue" })
+          )
+        case "lockHostRow":
+          // The host row is locked while counting and claiming, so two claimers on one host
+          // cannot both see room for one more.
+          return retryTransient(
+            dialect,
+            "claim",
+            transaction(Effect.gen(function*() {
+              yield* changed(s.ensureHost(input.host, input.now))
+              yield* rows(strategy.lockHost(s.context, input.host))
+              const running = yield* countRunning(input.host)
+              if (running >= cap) {
+                return { _tag: "Capped", running } as ClaimResult
+              }
+              return Option.match(yield* claimRow(input), {
+                onNone: (): ClaimResult => ({ _tag: "NothingDue" }),
+                onSome: (job): ClaimResult => ({ _tag: "Claimed", job })
+              })
+            }))
+          )
       }
-      // PostgreSQL, MySQL: the host row is locked while counting and claiming, so two claimers
-      // on one host cannot both see room for one more.
-      return retryTransient(
-        dialect,
-        "claim",
-        transaction(Effect.gen(function*() {
-          yield* changed(s.ensureHost(input.host, input.now))
-          yield* rows(s.lockHost!(input.host))
-          const running = yield* countRunning(input.host)
-          if (running >= cap) {
-            return { _tag: "Capped", running } as ClaimResult
-          }
-          return Option.match(yield* claimRow(input), {
-            onNone: (): ClaimResult => ({ _tag: "NothingDue" }),
-            onSome: (job): ClaimResult => ({ _tag: "Claimed", job })
-          })
-        }))
-      )
     }
 
     // A guarded job-row write on its own; a deadlock victim is sent again at once (./retry.ts).
@@ -173,8 +192,7 @@ export const make = (
       retryTransient(
         dialect,
         purpose,
-        Effect.map(write(st), (n) =>
-          n > 0)
+        Effect.map(write(st), (n) => n > 0)
       )
 
     // A lost connection leaves a statement run or not run. finish's writes are all fenced (on
@@ -190,9 +208,7 @@ export const make = (
         ? Effect.succeed(written)
         : Effect.map(
           first(s.byId(input.id), decodeJobRow),
-          Option.exists((r) =>
-            showsOutcome(r, input.token, input.outcome)
-          )
+          Option.exists((r) => showsOutcome(r, input.token, input.outcome))
         )
     // When a retried release found nothing to delete, the first try may have deleted it. A lease
     // someone took before our finish began was taken over (lost); anything else we released.
@@ -214,9 +230,7 @@ export const make = (
           ]
         }
         let tries = 0
-        const now = Math.max(...items.map((i) =>
-          i.now
-        ))
+        const now = Math.max(...items.map((i) => i.now))
         const st = s.completeBatch(items, now)
         // Two attempts of one job (one of them fenced) may share a batch: match id and token.
         const key = (id: unknown, token: unknown) => `${String(id)}\u0000${String(token)}`
@@ -224,7 +238,7 @@ export const make = (
           "complete",
           `${items.length} jobs`,
           Effect.suspend(() => (tries++,
-            dialect.jobs.updateReturning
+            d.updateReports === "rows"
               ? Effect.map(rows(st), (r) => new Set(r.map((x) => key(x.id, x.claim_token))))
               : Effect.map(write(st), (n) => (n === items.length
                 ? new Set(items.map((i) => key(i.id, i.token)))
@@ -251,8 +265,11 @@ export const make = (
         let tries = 0
         const counted = <A>(effect: Effect.Effect<A, SqlError>) => Effect.suspend(() => (tries++, effect))
         const lease = input.lease
-        if (lease !== undefined && s.finish !== undefined) {
-          const st = s.finish(input.id, input.token, input.now, input.outcome, lease)
+        if (lease !== undefined && d.finish.kind === "oneStatement") {
+          const st = d.finish.statement(
+            s.context,
+            s.finishParts(input.id, input.token, input.now, input.outcome, lease)
+          )
           const r = (yield* patiently("finish", `job ${input.id}`, counted(rows(st))))[0] ?? {}
           const written = yield* confirm(input, int(r.written) > 0, tries > 1)
           if (int(r.released) > 0) {
@@ -296,9 +313,9 @@ export const make = (
       claim,
       finish,
       defer: (id, token, now, runAt, leaseName) => yes("defer", s.defer(id, token, now, runAt, leaseName)),
-      heartbeat: (id, token, now) => yes("heartbeat", s.heartbeat(id, token, now)),
-      stale: (now, timeout, limit) => jobs(s.stale(now, timeout, limit)),
-      reap: (row, decision, now, timeout) => yes("reap", s.reap(row, decision, now, timeout)),
+      heartbeat: (id, token, now, staleAt) => yes("heartbeat", s.heartbeat(id, token, now, staleAt)),
+      stale: (now, limit) => jobs(s.stale(now, limit)),
+      reap: (row, decision, now) => yes("reap", s.reap(row, decision, now)),
       handOff,
       get: (id) => first(s.byId(id), decodeJobRow),
       list: (filter) => jobs(s.list(filter)),

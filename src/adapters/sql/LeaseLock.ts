@@ -19,7 +19,7 @@ import { decodeLeaseRow } from "./decode.ts"
 import { dialectOf } from "./dialects.ts"
 import { type LeaseStatements, leaseStatements } from "./leaseStatements.ts"
 import { retryTransient } from "./retry.ts"
-import type { Statement } from "./statement.ts"
+import type { RawSql, Statement } from "./statement.ts"
 import { inTransaction } from "./transaction.ts"
 
 /**
@@ -54,16 +54,26 @@ export const make = (options: { readonly table: string }): Effect.Effect<LeaseLo
     // (owner, expiry) and a take-over re-reads what it needs.
     const tryAcquire = (input: AcquireInput) => retryTransient(dialect, "lease acquire", tryAcquireOnce(input))
     const tryAcquireOnce = (input: AcquireInput) =>
-      Effect.gen(function*() {
-        const row = yield* acquireRow(input)
-        if (statements.acquire !== undefined) {
-          // PostgreSQL, SQLite: insert or take over in one statement; a row back means we got it.
-          if ((yield* rows(statements.acquire(row))).length > 0) return true
-          // Held and live: already ours (re-entrant, left unchanged) or someone else's.
-          return Option.contains(yield* ownerOf(row.name), row.owner)
+      Effect.flatMap(acquireRow(input), (row) => {
+        const strategy = dialect.lease.acquire
+        switch (strategy.kind) {
+          case "upsert":
+            return upsert(strategy.statement, row)
+          case "readThenInsert":
+            return readThenInsert(row)
         }
-        // MySQL: read first. The INSERT is only tried when no row exists, so the plain INSERT
-        // rarely meets a duplicate, and a held lease costs one read.
+      })
+    // Insert or take over in one statement; a row back means we got it. Else the lease is held
+    // and live: already ours (re-entrant, left unchanged) or someone else's.
+    const upsert = (statement: (table: RawSql, row: LeaseRow) => Statement, row: LeaseRow) =>
+      Effect.flatMap(
+        rows(statement(statements.quoted, row)),
+        (got) => got.length > 0 ? Effect.succeed(true) : Effect.map(ownerOf(row.name), Option.contains(row.owner))
+      )
+    // Read first. The INSERT is only tried when no row exists, so the plain INSERT rarely meets a
+    // duplicate, and a held lease costs one read.
+    const readThenInsert = (row: LeaseRow) =>
+      Effect.gen(function*() {
         const current = yield* ownerOf(row.name)
         if (Option.isSome(current)) return yield* takeOver(row)
         const inserted = yield* Effect.either(changed(statements.insert(row)))

@@ -3,7 +3,8 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { decodeEpochMs } from "../../core/lease.ts"
 import { type TableNames, tableNames } from "../../core/tables.ts"
-import type { MigrationStore } from "../../ports/MigrationStore.ts"
+import type { SqlError } from "@effect/sql/SqlError"
+import type { MigrationStore, SchemaStep } from "../../ports/MigrationStore.ts"
 import { dialectOf } from "./dialects.ts"
 import * as LeaseLock from "./LeaseLock.ts"
 import { bookkeepingStatements } from "./schema.ts"
@@ -42,6 +43,17 @@ export const makeMigrationStore = (
             Effect.catchAll((error) => Effect.flatMap(exists(table), (now) => now ? Effect.void : Effect.fail(error)))
           ))
 
+    const step = (s: SchemaStep): Effect.Effect<void, SqlError> => {
+      if ("unless" in s) {
+        return Effect.flatMap(rows(s.unless), (found) => found.length > 0 ? Effect.void : Effect.asVoid(rows(s.then)))
+      }
+      if ("each" in s) {
+        return Effect.flatMap(rows(s.each), (found) =>
+          Effect.forEach(found, (row) => Effect.forEach(s.then(row), rows, { discard: true }), { discard: true }))
+      }
+      return Effect.asVoid(rows(s))
+    }
+
     const store: MigrationStore = {
       tables,
       lock,
@@ -53,9 +65,10 @@ export const makeMigrationStore = (
       hasMigrationsTable: exists(tables.migrations),
       applied: Effect.map(
         rows(statements.applied),
-        (r) => r.map((x) => ({ id: Number(x.id), name: String(x.name), appliedAt: decodeEpochMs(x.applied_at) }))
+        (r) =>
+          r.map((x) => ({ id: Number(x.id), name: String(x.name), appliedAt: decodeEpochMs(x.applied_at) }))
       ),
-      apply: (migration) => Effect.forEach(migration.statements(dialect, tables), rows, { discard: true }),
+      apply: (migration) => Effect.forEach(migration.statements(dialect, tables), step, { discard: true }),
       record: (row) => Effect.asVoid(rows(statements.record(row)))
     }
     return store

@@ -25,6 +25,8 @@ export const decodeJobRow = (r: Record<string, unknown>): JobRow => ({
   uniqueKey: String(r.unique_key),
   leaseName: strOrNull(r.lease_name),
   heartbeatAt: msOrNull(r.heartbeat_at),
+  graceMs: intOrNull(r.grace_ms),
+  staleAt: msOrNull(r.stale_at),
   lastError: strOrNull(r.last_error),
   runAt: decodeEpochMs(r.run_at),
   completedAt: msOrNull(r.completed_at),

@@ -6,13 +6,25 @@ import type { LeaseRow } from "../../core/lease.ts"
 import type { NewJob } from "../../core/model.ts"
 import { RawSql, type Statement, type Syntax } from "./statement.ts"
 
+/** How a dialect takes a lease that may be free, expired or held. */
+export type AcquireStrategy =
+  /**
+   * One `INSERT … ON CONFLICT DO UPDATE … WHERE expired RETURNING` inserts or takes over; a
+   * row back means we got it (PostgreSQL, SQLite).
+   */
+  | { readonly kind: "upsert"; readonly statement: (table: RawSql, row: LeaseRow) => Statement }
+  /**
+   * Read first; insert when there is no row, else take over with a guarded UPDATE (MySQL: a
+   * duplicate key fails a plain INSERT without aborting the transaction).
+   */
+  | { readonly kind: "readThenInsert" }
+
 /** What a dialect file supplies for the lease table. */
 export interface LeaseDialect {
   readonly createTable: (table: RawSql, tableName: string) => Statement
   readonly tableExists: (tableName: string) => Statement
   readonly insert: (table: RawSql, row: LeaseRow) => Statement
-  /** `INSERT … ON CONFLICT DO UPDATE … WHERE expired RETURNING`, where the database has it. */
-  readonly acquire?: (table: RawSql, row: LeaseRow) => Statement
+  readonly acquire: AcquireStrategy
 }
 
 /** Everything that differs between databases, one value per dialect file. */
@@ -66,7 +78,7 @@ export const errorCode = (cause: unknown): string | undefined => {
 /** The columns of a job row, in table order. */
 export const JOB_COLUMNS = new RawSql(
   "id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, claim_token, claimed_by, " +
-    "unique_key, lease_name, heartbeat_at, last_error, run_at, completed_at, failed_at, created_at, updated_at"
+    "unique_key, lease_name, heartbeat_at, grace_ms, stale_at, last_error, run_at, completed_at, failed_at, created_at, updated_at"
 )
 
 /** The quoted tables and the builder a dialect's job statements are written with. */
@@ -95,25 +107,85 @@ export interface ClaimParts {
   readonly limit: RawSql
 }
 
-/** What a dialect file supplies for the jobs and hosts tables. */
+/**
+ * How a dialect claims due rows. Either way, a claimed row ends as src/core/transitions.ts
+ * `applyClaim` says.
+ */
+export type ClaimStrategy =
+  /**
+   * One `UPDATE … WHERE id IN (pick due rows) RETURNING` picks, claims and returns up to `limit`
+   * rows (PostgreSQL, SQLite). `newToken` is an SQL expression making a fresh claim token per row,
+   * so a batch claim gives each row its own.
+   */
+  | {
+    readonly kind: "returning"
+    readonly statement: (c: JobSqlContext, parts: ClaimParts) => Statement
+    readonly newToken: RawSql
+  }
+  /**
+   * In one transaction, lock up to `limit` due rows with `pickDue` (skipping rows others hold),
+   * then UPDATE them by id (MySQL, which has no UPDATE … RETURNING).
+   */
+  | {
+    readonly kind: "lockThenUpdate"
+    readonly pickDue: (c: JobSqlContext, due: Statement, limit: RawSql) => Statement
+  }
+
+/** How a claim under a host cap keeps the host within it. */
+export type HostCapStrategy =
+  /**
+   * The claim statement counts the host's running rows itself (`ClaimParts.capped`): the database
+   * runs one writer at a time, so counting and claiming cannot interleave (SQLite).
+   */
+  | { readonly kind: "countInClaim"; readonly statement: (c: JobSqlContext, parts: ClaimParts) => Statement }
+  /** Lock the host row while counting and claiming, so two claimers cannot both see room (PostgreSQL, MySQL). */
+  | { readonly kind: "lockHostRow"; readonly lockHost: (c: JobSqlContext, host: string) => Statement }
+
+/** How idle workers hear of new work. */
+export type WakeupStrategy =
+  /** No signal: workers poll (MySQL, SQLite). */
+  | { readonly kind: "poll" }
+  /**
+   * LISTEN/NOTIFY (PostgreSQL): `insertNotify` inserts a job and notifies in one statement,
+   * returning the id only if it inserted; `notify` wakes listeners inside the current
+   * transaction. Notifications go out when the transaction commits.
+   */
+  | {
+    readonly kind: "notify"
+    readonly insertNotify: (c: JobSqlContext, job: NewJob, channel: string) => Statement
+    readonly notify: (c: JobSqlContext, channel: string, payload: string) => Statement
+  }
+
+/** How an attempt that holds a lease ends. */
+export type FinishStrategy =
+  /** The outcome, the lease release and the hand-off, each its own statement (MySQL, SQLite). */
+  | { readonly kind: "steps" }
+  /**
+   * One statement (PostgreSQL): writes the outcome (fenced on the claim token), releases the
+   * lease (owner-fenced) and, only if it did, hands off to the best waiting job and wakes
+   * listeners. Returns one row: written, released, woke (counts).
+   */
+  | { readonly kind: "oneStatement"; readonly statement: (c: JobSqlContext, f: FinishParts) => Statement }
+
+/** What a dialect file supplies for the jobs and hosts tables: its statements and strategies. */
 export interface JobDialect {
   /** Inserts a job; where the database allows, a taken unique key inserts nothing instead of failing. */
   readonly insert: (c: JobSqlContext, job: NewJob) => Statement
-  /** One statement that claims up to `limit` due rows and returns them (PostgreSQL, SQLite). */
-  readonly claimReturning?: (c: JobSqlContext, parts: ClaimParts) => Statement
-  /** A fresh claim token made by the database, one per row, for batch claims (PostgreSQL, SQLite). */
-  readonly newToken?: RawSql
-  /** Locks up to `limit` due rows for a claim inside a transaction, skipping rows others hold (MySQL). */
-  readonly pickDue?: (c: JobSqlContext, due: Statement, limit: RawSql) => Statement
-  /** Whether UPDATE can return the rows it changed (PostgreSQL, SQLite). */
-  readonly updateReturning: boolean
+  readonly claim: ClaimStrategy
+  readonly hostCap: HostCapStrategy
+  readonly wakeups: WakeupStrategy
+  readonly finish: FinishStrategy
   /**
-   * Claims and job-row writes run at READ COMMITTED rather than the session's level (MySQL/MariaDB,
-   * whose default REPEATABLE READ takes gap locks that let a claim and a completion deadlock).
+   * What an UPDATE can report: the rows it changed (`RETURNING`: PostgreSQL, SQLite) or only how
+   * many (MySQL).
    */
-  readonly readCommitted?: true
-  /** Locks the host row while counting and claiming under a host cap (PostgreSQL, MySQL). */
-  readonly lockHost?: (c: JobSqlContext, host: string) => Statement
+  readonly updateReports: "rows" | "count"
+  /**
+   * The isolation of claims and job-row writes: the session's own, or READ COMMITTED (MySQL/
+   * MariaDB, whose default REPEATABLE READ takes gap locks that let a claim and a completion
+   * deadlock; docs/retries.md).
+   */
+  readonly isolation: "session" | "readCommitted"
   /** Makes the best job waiting on a lease (highest priority, then oldest) due now. */
   readonly handOff: (c: JobSqlContext, leaseName: string, now: number, exceptId: string) => Statement
   /** Inserts a host row or refreshes it. */
@@ -126,19 +198,6 @@ export interface JobDialect {
   ) => Statement
   /** Inserts a host row if it is missing. */
   readonly ensureHost: (c: JobSqlContext, host: string, now: number) => Statement
-  /**
-   * Inserts a job and wakes listening workers in one statement, returning the row's id only if
-   * it was inserted (PostgreSQL: the notification goes out when the statement's transaction commits).
-   */
-  readonly insertNotify?: (c: JobSqlContext, job: NewJob, channel: string) => Statement
-  /** Wakes listening workers, inside the current transaction (PostgreSQL). */
-  readonly notify?: (c: JobSqlContext, channel: string, payload: string) => Statement
-  /**
-   * One statement that ends an exclusive attempt (PostgreSQL): writes `outcome` (fenced on the
-   * claim token), releases the lease (owner-fenced) and, only if it did, hands off to the best
-   * waiting job and wakes listeners. Returns one row: written, released, woke (counts).
-   */
-  readonly finish?: (c: JobSqlContext, f: FinishParts) => Statement
 }
 
 /** The pieces of a one-statement finish. */

@@ -3,10 +3,18 @@
  * table prefix; whatever differs comes from the dialect folder's `JobDialect`.
  */
 import type { ReapDecision } from "../../core/jobs.ts"
+import { leaseWindowMs } from "../../core/lease.ts"
 import type { ClaimInput, JobFilter, NewJob, Outcome } from "../../core/model.ts"
 import type { TableNames } from "../../core/tables.ts"
 import { REAPED_DEAD, REAPED_RETRY } from "../../core/transitions.ts"
-import { claimIndexName, type Dialect, JOB_COLUMNS, type JobSqlContext } from "./dialect.ts"
+import {
+  claimIndexName,
+  type ClaimParts,
+  type Dialect,
+  type FinishParts,
+  JOB_COLUMNS,
+  type JobSqlContext
+} from "./dialect.ts"
 import { checkIdentifier, joined, literalInt, RawSql, type Statement, SqlList, sqlFor } from "./statement.ts"
 
 /** The job and host statements for one dialect and one table prefix. */
@@ -33,15 +41,21 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
     input.queues === undefined
       ? sql`status = 'pending' AND run_at <= ${input.now}`
       : sql`status = 'pending' AND run_at <= ${input.now} AND queue IN (${new SqlList(input.queues)})`
-  // A fresh token, this host, attempts + 1, no heartbeat, and the timeout capped by the worker's.
-  const claimSet = (input: ClaimInput, token: unknown = input.claimToken) =>
-    input.timeoutCap === undefined
-      ? sql`status = 'processing', attempts = attempts + 1, claim_token = ${token}, claimed_by = ${input.host}, heartbeat_at = NULL, updated_at = ${input.now}`
-      : sql`status = 'processing', attempts = attempts + 1, claim_token = ${token}, claimed_by = ${input.host}, heartbeat_at = NULL, updated_at = ${input.now}, claim_timeout = CASE WHEN claim_timeout IS NULL OR claim_timeout > ${input.timeoutCap} THEN ${input.timeoutCap} ELSE claim_timeout END`
-  // Stale: last seen (heartbeat, else last update) more than t + max(60, t) seconds ago.
-  // Timeouts are at most MAX_TIMEOUT_SECONDS, so the grace in ms fits a 32-bit integer.
-  const staleAt = (now: number, timeout: number) =>
-    sql`status = 'processing' AND COALESCE(heartbeat_at, updated_at) + (COALESCE(claim_timeout, ${timeout}) + CASE WHEN COALESCE(claim_timeout, ${timeout}) > 60 THEN COALESCE(claim_timeout, ${timeout}) ELSE 60 END) * 1000 < ${now}`
+  // A fresh token, this host, attempts + 1, no heartbeat, the timeout capped by the worker's,
+  // and the stale deadline: now + the row's grace capped by the cap's (core's cappedGraceMs,
+  // written as one comparison; the windows themselves come from src/core/lease.ts).
+  const claimSet = (input: ClaimInput, token: unknown = input.claimToken) => {
+    const common =
+      sql`status = 'processing', attempts = attempts + 1, claim_token = ${token}, claimed_by = ${input.host}, heartbeat_at = NULL, updated_at = ${input.now}`
+    if (input.timeoutCap === undefined) {
+      return sql`${common}, stale_at = ${input.now} + COALESCE(grace_ms, ${leaseWindowMs(undefined)})`
+    }
+    const cap = input.timeoutCap
+    const capGrace = leaseWindowMs(cap)
+    return sql`${common}, claim_timeout = CASE WHEN claim_timeout IS NULL OR claim_timeout > ${cap} THEN ${cap} ELSE claim_timeout END, stale_at = ${input.now} + CASE WHEN grace_ms IS NULL OR grace_ms > ${capGrace} THEN ${capGrace} ELSE grace_ms END`
+  }
+  // Stale: past the deadline the claim or the last heartbeat wrote (core's isStale).
+  const staleAt = (now: number) => sql`status = 'processing' AND stale_at < ${now}`
   const outcome = (id: string, token: string, now: number, o: Outcome): Statement => {
     const ours = sql`WHERE id = ${id} AND status = 'processing' AND claim_token = ${token}`
     switch (o._tag) {
@@ -53,34 +67,27 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
         return sql`UPDATE ${jobs} SET status = 'failed', failed_at = ${now}, last_error = ${o.error}, updated_at = ${now} ${ours}`
     }
   }
-  const reapGuard = (row: { readonly id: string; readonly attempts: number }, now: number, timeout: number) =>
-    sql`WHERE id = ${row.id} AND attempts = ${row.attempts} AND ${staleAt(now, timeout)}`
+  const reapGuard = (row: { readonly id: string; readonly attempts: number }, now: number) =>
+    sql`WHERE id = ${row.id} AND attempts = ${row.attempts} AND ${staleAt(now)}`
 
   return {
+    /** The quoted tables and builder, for the dialect's own strategy statements. */
+    context: c,
     insert: (job: NewJob) => d.insert(c, job),
-    insertNotify: d.insertNotify === undefined ? undefined : (job: NewJob) => d.insertNotify!(c, job, tables.channel),
     idByUniqueKey: (key: string) => sql`SELECT id FROM ${jobs} WHERE unique_key = ${key}`,
     byId: (id: string) => sql`SELECT ${cols} FROM ${jobs} WHERE id = ${id}`,
-    claimReturning: d.claimReturning === undefined ?
-      undefined :
-      (input: ClaimInput, cap?: number) =>
-        d.claimReturning!(c, {
-          set: claimSet(input),
-          due: due(input),
-          capped: cap === undefined ? empty : sql` AND (${countRunning(input.host)}) < ${cap}`,
-          limit: literalInt(1)
-        }),
-    /** Claims up to `limit` rows, each with a token the database makes (PostgreSQL, SQLite). */
-    claimBatchReturning: d.claimReturning === undefined || d.newToken === undefined ?
-      undefined :
-      (input: ClaimInput, limit: number) =>
-        d.claimReturning!(c, {
-          set: claimSet(input, d.newToken),
-          due: due(input),
-          capped: empty,
-          limit: literalInt(limit)
-        }),
-    pickDue: (input: ClaimInput, limit = 1) => d.pickDue!(c, due(input), literalInt(limit)),
+    /**
+     * What a claim of up to `limit` rows writes and which rows it may take. `token`: the claim
+     * token (an SQL expression for a fresh one per row in a batch); `cap`: a host cap counted
+     * in the statement itself (the `countInClaim` strategy).
+     */
+    claimParts: (input: ClaimInput, limit: number, token: unknown = input.claimToken, cap?: number): ClaimParts => ({
+      set: claimSet(input, token),
+      due: due(input),
+      capped: cap === undefined ? empty : sql` AND (${countRunning(input.host)}) < ${cap}`,
+      limit: literalInt(limit)
+    }),
+    due,
     /** Claims the locked rows `ids` with one token each (MySQL's batch claim). */
     claimByIds: (input: ClaimInput, rows: ReadonlyArray<{ readonly id: string; readonly token: string }>) =>
       sql`UPDATE ${jobs} SET ${
@@ -93,43 +100,37 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
     completeBatch: (items: ReadonlyArray<{ readonly id: string; readonly token: string }>, now: number) =>
       sql`UPDATE ${jobs} SET status = 'completed', completed_at = ${now}, updated_at = ${now} WHERE status = 'processing' AND (${
         joined(items.map((i) => sql`(id = ${i.id} AND claim_token = ${i.token})`), " OR ")
-      })${d.updateReturning ? sql` RETURNING id, claim_token` : empty}`,
+      })${d.updateReports === "rows" ? sql` RETURNING id, claim_token` : empty}`,
     /** The id and token of each of `ids` that is completed, to tell which of a batch were ours. */
     completedOf: (ids: ReadonlyArray<string>) =>
       sql`SELECT id, claim_token FROM ${jobs} WHERE status = 'completed' AND id IN (${new SqlList(ids)})`,
     countRunning,
-    lockHost: d.lockHost === undefined ? undefined : (host: string) => d.lockHost!(c, host),
     ensureHost: (host: string, now: number) => d.ensureHost(c, host, now),
     outcome,
     /** Releases an attempt's job lease (owner-fenced). */
     releaseLease: (leaseName: string, owner: string) =>
       sql`DELETE FROM ${jobLocks} WHERE lockname = ${leaseName} AND lockowner = ${owner}`,
-    finish: d.finish === undefined ?
-      undefined :
-      (id: string, token: string, now: number, o: Outcome, leaseName: string) =>
-        d.finish!(c, {
-          id,
-          outcome: outcome(id, token, now, o),
-          leaseName,
-          owner: token,
-          now,
-          channel: tables.channel
-        }),
+    /** The pieces of a one-statement finish (the `oneStatement` finish strategy). */
+    finishParts: (id: string, token: string, now: number, o: Outcome, leaseName: string): FinishParts => ({
+      id,
+      outcome: outcome(id, token, now, o),
+      leaseName,
+      owner: token,
+      now,
+      channel: tables.channel
+    }),
     defer: (id: string, token: string, now: number, runAt: number, leaseName: string) =>
       sql`UPDATE ${jobs} SET status = 'pending', attempts = attempts - 1, run_at = ${runAt}, claim_token = NULL, lease_name = ${leaseName}, updated_at = ${now} WHERE id = ${id} AND status = 'processing' AND claim_token = ${token} AND attempts > 0`,
-    heartbeat: (id: string, token: string, now: number) =>
-      sql`UPDATE ${jobs} SET heartbeat_at = ${now} WHERE id = ${id} AND status = 'processing' AND claim_token = ${token}`,
-    stale: (now: number, timeout: number, limit: number) =>
-      sql`SELECT ${cols} FROM ${jobs} WHERE ${staleAt(now, timeout)} ORDER BY updated_at ASC LIMIT ${
-        literalInt(limit)
-      }`,
+    heartbeat: (id: string, token: string, now: number, staleAt: number) =>
+      sql`UPDATE ${jobs} SET heartbeat_at = ${now}, stale_at = ${staleAt} WHERE id = ${id} AND status = 'processing' AND claim_token = ${token}`,
+    stale: (now: number, limit: number) =>
+      sql`SELECT ${cols} FROM ${jobs} WHERE ${staleAt(now)} ORDER BY updated_at ASC LIMIT ${literalInt(limit)}`,
     reap: (
       row: { readonly id: string; readonly attempts: number },
       decision: ReapDecision,
-      now: number,
-      timeout: number
+      now: number
     ) => {
-      const guard = reapGuard(row, now, timeout)
+      const guard = reapGuard(row, now)
       switch (decision._tag) {
         case "Retry":
           return sql`UPDATE ${jobs} SET status = 'pending', run_at = ${decision.runAt}, claim_token = NULL, last_error = ${REAPED_RETRY}, updated_at = ${now} ${guard}`
@@ -140,7 +141,6 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
       }
     },
     handOff: (leaseName: string, now: number, exceptId = "") => d.handOff(c, leaseName, now, exceptId),
-    notify: d.notify === undefined ? undefined : (payload: string) => d.notify!(c, tables.channel, payload),
     list: (f: JobFilter) =>
       sql`SELECT ${cols} FROM ${jobs} WHERE 1 = 1${f.status === undefined ? empty : sql` AND status = ${f.status}`}${
         f.queue === undefined ? empty : sql` AND queue = ${f.queue}`

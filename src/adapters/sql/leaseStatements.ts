@@ -10,12 +10,8 @@ export interface LeaseStatements {
   readonly read: (name: string) => Statement
   /** Inserts a new lease; on PostgreSQL and SQLite a duplicate name inserts nothing instead of failing. */
   readonly insert: (row: LeaseRow) => Statement
-  /**
-   * Insert and take-over as one statement where the dialect has one (PostgreSQL, SQLite): inserts
-   * the row, or takes over an existing one that expired strictly before `now`, and returns a row
-   * only when it did either. It never raises a duplicate-key error.
-   */
-  readonly acquire: ((row: LeaseRow) => Statement) | undefined
+  /** The table's name quoted for SQL, for the dialect's own acquire statement. */
+  readonly quoted: RawSql
   /** Takes over the lease only where it expired strictly before `now`. */
   readonly takeOver: (row: LeaseRow) => Statement
   readonly renew: (name: string, owner: string, expiresAt: number) => Statement
@@ -37,7 +33,7 @@ export const leaseStatements = (syntax: Syntax, dialect: LeaseDialect, tableName
     owner: (name) => sql`SELECT lockowner FROM ${t} WHERE lockname = ${name}`,
     read: (name) => sql`SELECT lockname, lockowner, lockhost, acquiredat, expiresat FROM ${t} WHERE lockname = ${name}`,
     insert: (row) => dialect.insert(t, row),
-    acquire: dialect.acquire === undefined ? undefined : (row) => dialect.acquire!(t, row),
+    quoted: t,
     takeOver: (row) =>
       sql`UPDATE ${t} SET lockowner = ${row.owner}, lockhost = ${row.host}, acquiredat = ${row.acquiredAt}, expiresat = ${row.expiresAt} WHERE lockname = ${row.name} AND expiresat < ${row.acquiredAt}`,
     renew: (name, owner, expiresAt) =>

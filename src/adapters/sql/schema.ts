@@ -15,14 +15,15 @@ import { postgres } from "../postgres/dialect.ts"
 import { postgresSchema } from "../postgres/schema.ts"
 import { sqlite } from "../sqlite/dialect.ts"
 import { sqliteSchema } from "../sqlite/schema.ts"
-import type { AppliedMigration, Migration, SchemaDialect } from "../../ports/MigrationStore.ts"
+import { leaseWindowMs } from "../../core/lease.ts"
+import type { AppliedMigration, Migration, SchemaDialect, SchemaStep } from "../../ports/MigrationStore.ts"
 import type { Dialect } from "./dialect.ts"
 import { leaseStatements } from "./leaseStatements.ts"
 import { type DialectSchema, quotedTables } from "./schemaNames.ts"
 import { type Statement, sqlFor } from "./statement.ts"
 
 export { indexName } from "./schemaNames.ts"
-export type { AppliedMigration, Migration, SchemaDialect } from "../../ports/MigrationStore.ts"
+export type { AppliedMigration, Migration, SchemaDialect, SchemaStep } from "../../ports/MigrationStore.ts"
 
 /** The dialect objects and their DDL, by name. */
 const dialects: { readonly [D in SchemaDialect]: Dialect } = { pg: postgres, mysql, sqlite }
@@ -55,8 +56,57 @@ export const createJobTables: Migration = {
   memoryTables: (t) => [t.jobs, t.hosts, t.jobLocks]
 }
 
+// ---------------------------------------------------------------------------------------------
+// Migration 2: the stale deadline as data, so SQL compares and never computes a window.
+//
+// `grace_ms` is the lease window of the job's own timeout, written at enqueue; `stale_at` is when
+// a processing row with no further sign of life is stale, written by the claim (now + grace,
+// capped by the worker's cap) and by each heartbeat. The windows come from src/core/lease.ts.
+// The backfill computes them in TypeScript, one pair of UPDATEs per distinct timeout; a
+// processing row without a timeout gets the default timeout's window. Workers of a version
+// without this migration must be stopped before it runs: rows they claim afterwards would get
+// no deadline, and the reaper would never take them back.
+
+/** The backfill of migration 2: grace and deadline for rows written before it. */
+const backfillDeadlines = (dialect: SchemaDialect, t: TableNames): SchemaStep => {
+  const sql = sqlFor(dialects[dialect].syntax)
+  const jobs = quotedTables(dialects[dialect].syntax, t).jobs
+  return {
+    each:
+      sql`SELECT DISTINCT claim_timeout FROM ${jobs} WHERE (grace_ms IS NULL AND claim_timeout IS NOT NULL) OR (status = 'processing' AND stale_at IS NULL)`,
+    then: (row) => {
+      const timeout = row.claim_timeout === null || row.claim_timeout === undefined ? null : Number(row.claim_timeout)
+      const grace = leaseWindowMs(timeout)
+      if (timeout === null) {
+        return [
+          sql`UPDATE ${jobs} SET stale_at = COALESCE(heartbeat_at, updated_at) + ${grace} WHERE claim_timeout IS NULL AND status = 'processing' AND stale_at IS NULL`
+        ]
+      }
+      return [
+        sql`UPDATE ${jobs} SET grace_ms = ${grace} WHERE claim_timeout = ${timeout} AND grace_ms IS NULL`,
+        sql`UPDATE ${jobs} SET stale_at = COALESCE(heartbeat_at, updated_at) + ${grace} WHERE claim_timeout = ${timeout} AND status = 'processing' AND stale_at IS NULL`
+      ]
+    }
+  }
+}
+
+/** Migration 2: `grace_ms` and `stale_at` on the jobs table, backfilled. */
+export const addJobDeadlines: Migration = {
+  id: 2,
+  name: "stale deadline on job rows",
+  statements: (dialect, t) => {
+    const { addColumn, bigint } = schemas[dialect]
+    return [
+      addColumn(t.jobs, "grace_ms", `${bigint} NULL`),
+      addColumn(t.jobs, "stale_at", `${bigint} NULL`),
+      backfillDeadlines(dialect, t)
+    ]
+  },
+  memoryTables: () => []
+}
+
 /** leasehold's migrations, in the order they apply. Append new ones; never edit an applied one. */
-export const migrations: ReadonlyArray<Migration> = [createJobTables]
+export const migrations: ReadonlyArray<Migration> = [createJobTables, addJobDeadlines]
 
 // ---------------------------------------------------------------------------------------------
 // Bookkeeping: the runner's own tables, created before it takes the lock.

@@ -1,8 +1,9 @@
 /** The names the schema gives its tables and indexes, quoted for one dialect's DDL. */
 import { createHash } from "node:crypto"
 import type { TableNames } from "../../core/tables.ts"
+import type { SchemaStep } from "../../ports/MigrationStore.ts"
 import { claimIndexName } from "./dialect.ts"
-import { checkIdentifier, RawSql, type Statement, type Syntax } from "./statement.ts"
+import { checkIdentifier, RawSql, type Statement, sqlFor, type Syntax } from "./statement.ts"
 
 /** The longest identifier every supported database keeps whole (PostgreSQL truncates at 63 bytes). */
 const MAX_IDENTIFIER = 63
@@ -36,10 +37,31 @@ export const quotedTables = (syntax: Syntax, t: TableNames) => {
   }
 }
 
+/**
+ * `ALTER TABLE table ADD COLUMN column definition`, run only when `probe` (a catalog query for
+ * that column) returns no row: for databases without `ADD COLUMN IF NOT EXISTS`.
+ */
+export const addColumnUnless = (
+  syntax: Syntax,
+  probe: Statement,
+  table: string,
+  column: string,
+  definition: string
+): SchemaStep => ({
+  unless: probe,
+  then: sqlFor(syntax)`ALTER TABLE ${new RawSql(syntax.quote(checkIdentifier(table)))} ADD COLUMN ${new RawSql(
+    checkIdentifier(column)
+  )} ${new RawSql(definition)}`
+})
+
 /** One dialect's DDL: what each dialect folder's schema.ts supplies. */
 export interface DialectSchema {
   /** Migration 1's jobs and hosts tables with their indexes (the lease table comes from the LeaseLock). */
   readonly createJobsAndHosts: (t: TableNames) => ReadonlyArray<Statement>
   /** The migration runner's own bookkeeping table. */
   readonly createMigrations: (t: TableNames) => Statement
+  /** Adds a column to a table unless it is there already (`definition` in this dialect's types). */
+  readonly addColumn: (table: string, column: string, definition: string) => SchemaStep
+  /** The column type of an epoch-ms or other 64-bit integer. */
+  readonly bigint: string
 }

@@ -2,7 +2,8 @@
  * SQLite: every statement that is SQLite's own. Placeholders are `?`; INTEGER holds epoch ms;
  * row counts are better-sqlite3's `changes`.
  */
-import { type Dialect, errorCode, JOB_COLUMNS } from "../sql/dialect.ts"
+import { leaseWindowMs } from "../../core/lease.ts"
+import { type ClaimParts, type Dialect, errorCode, JOB_COLUMNS, type JobSqlContext } from "../sql/dialect.ts"
 import { RawSql, type Syntax, sqlFor } from "../sql/statement.ts"
 
 const syntax: Syntax = {
@@ -11,6 +12,10 @@ const syntax: Syntax = {
   quote: (id) => `"${id}"`
 }
 const sql = sqlFor(syntax)
+
+// Claims up to `limit` due rows; with a host cap, only while the host runs fewer than it.
+const claimStatement = ({ sql, jobs }: JobSqlContext, { set, due, capped, limit }: ClaimParts) =>
+  sql`UPDATE ${jobs} SET ${set} WHERE id IN (SELECT id FROM ${jobs} WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT ${limit})${capped} RETURNING ${JOB_COLUMNS}`
 
 /** The SQLite dialect. */
 export const sqlite: Dialect = {
@@ -28,19 +33,30 @@ export const sqlite: Dialect = {
     insert: (t, row) =>
       sql`INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt}) ON CONFLICT (lockname) DO NOTHING`,
     // Insert, or take over a lease that expired strictly before now, in one statement.
-    acquire: (t, row) =>
-      sql`INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt}) ON CONFLICT (lockname) DO UPDATE SET lockowner = excluded.lockowner, lockhost = excluded.lockhost, acquiredat = excluded.acquiredat, expiresat = excluded.expiresat WHERE expiresat < excluded.acquiredat RETURNING lockowner`
+    acquire: {
+      kind: "upsert",
+      statement: (t, row) =>
+        sql`INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt}) ON CONFLICT (lockname) DO UPDATE SET lockowner = excluded.lockowner, lockhost = excluded.lockhost, acquiredat = excluded.acquiredat, expiresat = excluded.expiresat WHERE expiresat < excluded.acquiredat RETURNING lockowner`
+    }
   },
   jobs: {
     insert: ({ sql, jobs }, j) =>
-      sql`INSERT INTO ${jobs} (id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, unique_key, run_at, created_at, updated_at) VALUES (${j.id}, ${j.name}, ${j.queue}, ${j.payload}, ${j.priority}, 'pending', 0, ${j.maxRetries}, ${j.claimTimeout}, ${j.uniqueKey}, ${j.runAt}, ${j.now}, ${j.now}) ON CONFLICT (unique_key) DO NOTHING`,
+      sql`INSERT INTO ${jobs} (id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, grace_ms, unique_key, run_at, created_at, updated_at) VALUES (${j.id}, ${j.name}, ${j.queue}, ${j.payload}, ${j.priority}, 'pending', 0, ${j.maxRetries}, ${j.claimTimeout}, ${
+        leaseWindowMs(j.claimTimeout)
+      }, ${j.uniqueKey}, ${j.runAt}, ${j.now}, ${j.now}) ON CONFLICT (unique_key) DO NOTHING`,
     // One statement, and SQLite has one writer at a time, so picking and claiming (and, with a
     // host cap, counting) cannot interleave with another claimer.
-    claimReturning: ({ sql, jobs }, { set, due, capped, limit }) =>
-      sql`UPDATE ${jobs} SET ${set} WHERE id IN (SELECT id FROM ${jobs} WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT ${limit})${capped} RETURNING ${JOB_COLUMNS}`,
-    // 36 hex characters, the width of the claim token column.
-    newToken: new RawSql("lower(hex(randomblob(18)))"),
-    updateReturning: true,
+    claim: {
+      kind: "returning",
+      statement: claimStatement,
+      // 36 hex characters, the width of the claim token column.
+      newToken: new RawSql("lower(hex(randomblob(18)))")
+    },
+    hostCap: { kind: "countInClaim", statement: claimStatement },
+    wakeups: { kind: "poll" },
+    finish: { kind: "steps" },
+    updateReports: "rows",
+    isolation: "session",
     handOff: ({ sql, jobs }, leaseName, now, exceptId) =>
       sql`UPDATE ${jobs} SET run_at = MIN(run_at, ${now}) WHERE id = (SELECT id FROM ${jobs} WHERE lease_name = ${leaseName} AND status = 'pending' AND id <> ${exceptId} ORDER BY priority DESC, created_at ASC LIMIT 1)`,
     upsertHost: ({ sql, hosts }, host, now, maxConcurrent, codeVersion) =>

@@ -1,11 +1,12 @@
 /**
- * SQLite's DDL for leasehold's schema (migration 1 and the migration runner's table). The
+ * SQLite's DDL for leasehold's schema (migration 1, the migration runner's table, and how later migrations add a column). The
  * shared migration list, src/adapters/sql/schema.ts, puts each dialect's statements in order.
  *
  * SQLite: INTEGER holds every whole number (epoch ms included).
  */
 import type { TableNames } from "../../core/tables.ts"
-import { type DialectSchema, quotedTables } from "../sql/schemaNames.ts"
+import { addColumnUnless, type DialectSchema, quotedTables } from "../sql/schemaNames.ts"
+import type { SchemaStep } from "../../ports/MigrationStore.ts"
 import { type Statement, sqlFor } from "../sql/statement.ts"
 import { sqlite } from "./dialect.ts"
 
@@ -63,5 +64,15 @@ const createMigrations = (t: TableNames): Statement =>
   applied_at INTEGER NOT NULL
 )`
 
+// SQLite has no ADD COLUMN IF NOT EXISTS: the table's own column list says whether it is there.
+const addColumn = (table: string, column: string, definition: string): SchemaStep =>
+  addColumnUnless(
+    syntax,
+    lite`SELECT 1 FROM pragma_table_info(${table}) WHERE name = ${column}`,
+    table,
+    column,
+    definition
+  )
+
 /** SQLite's schema statements. */
-export const sqliteSchema: DialectSchema = { createJobsAndHosts, createMigrations }
+export const sqliteSchema: DialectSchema = { createJobsAndHosts, createMigrations, addColumn, bigint: "INTEGER" }

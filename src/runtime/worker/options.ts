@@ -9,7 +9,7 @@ import { WorkerConfigError } from "../../core/errors.ts"
 import { keyProblem } from "../../core/input.ts"
 import { MAX_CONCURRENCY, MAX_TIMEOUT_SECONDS } from "../../core/jobs.ts"
 import { isInt32, MAX_INT32 } from "../../core/input.ts"
-import { DEFAULT_CLAIM_TIMEOUT_SECONDS, leaseInputProblem } from "../../core/lease.ts"
+import { leaseInputProblem } from "../../core/lease.ts"
 import { defaultHost } from "../Job.ts"
 import type { ProcessResult } from "./results.ts"
 
@@ -88,8 +88,6 @@ export interface Resolved {
   readonly timeoutCap: number | undefined
   readonly hostCap: number | undefined
   readonly reapLimit: number
-  /** The timeout the reaper assumes for a row without one. */
-  readonly defaultTimeout: number
 }
 
 const refuse = (field: string, reason: string) => new WorkerConfigError({ field, reason })
@@ -127,8 +125,7 @@ export const resolve = (o: ProcessOptions): Effect.Effect<Resolved, WorkerConfig
       host,
       timeoutCap: cap,
       hostCap: o.hostCap,
-      reapLimit: o.reapLimit ?? 25,
-      defaultTimeout: cap ?? DEFAULT_CLAIM_TIMEOUT_SECONDS
+      reapLimit: o.reapLimit ?? 25
     }
   })
 

@@ -70,7 +70,7 @@ export const perform = (
       heartbeat: Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         // A fenced attempt stops before it renews anything.
-        if (!(yield* store.heartbeat(job.id, token, now))) {
+        if (!(yield* store.heartbeat(job.id, token, now, leaseExpiresAt(now, job.claimTimeout)))) {
           return yield* new Fenced({ jobId: job.id, name: job.name, attempt: job.attempts })
         }
         yield* renewLease(now)

@@ -30,13 +30,13 @@ export const reapWith = (o: Resolved): Effect.Effect<number, SqlError, JobStore 
     const jobs = yield* Jobs
     const now = yield* Clock.currentTimeMillis
     let reaped = 0
-    for (const row of yield* store.stale(now, o.defaultTimeout, o.reapLimit)) {
+    for (const row of yield* store.stale(now, o.reapLimit)) {
       const type = Option.map(jobs.get(row.name), (r) => r.type)
       const decision = decideReap(row, {
         idempotent: Option.match(type, { onNone: () => true, onSome: (t) => t.idempotent }),
         backoff: Option.match(type, { onNone: () => DEFAULT_BACKOFF, onSome: (t) => t.backoff })
       }, now)
-      if (yield* store.reap(row, decision, now, o.defaultTimeout)) {
+      if (yield* store.reap(row, decision, now)) {
         reaped++
         yield* Effect.logWarning(
           `reaped ${row.name} ${row.id}: no sign of life from ${row.claimedBy ?? "?"}; ${decision._tag}`

@@ -19,7 +19,7 @@
  * not tried again in later rounds.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdirSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { cpus, loadavg, release, totalmem, type as osType } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
@@ -400,6 +400,13 @@ const outDir = quick ? join(import.meta.dirname, "results") : import.meta.dirnam
 const base = quick ? "quick" : "results"
 mkdirSync(outDir, { recursive: true })
 writeFileSync(join(outDir, `${base}.json`), JSON.stringify(resultsJson, null, 2) + "\n")
-writeFileSync(join(outDir, `${base}.md`), markdown)
+// Sections measured by other scripts (the CLI start time: scripts/cli-start-time.mjs) are kept.
+const keptSections = (() => {
+  const file = join(outDir, `${base}.md`)
+  const previous = existsSync(file) ? readFileSync(file, "utf8") : ""
+  const at = previous.indexOf("\n## CLI start time")
+  return at === -1 ? "" : previous.slice(at)
+})()
+writeFileSync(join(outDir, `${base}.md`), markdown + keptSections)
 console.log(markdown)
 console.error(`wrote ${join(outDir, `${base}.json`)} and ${join(outDir, `${base}.md`)} (${Math.round(durationS)} s)`)

@@ -57,12 +57,65 @@ export const durationFlag = (
   })
 }
 
-/** Loads an app's job types from a module: every export that is a job type (or an array of them). */
-export const loadJobs = (module: string): Effect.Effect<ReadonlyArray<AnyJobType>, CliError> =>
-  Effect.tryPromise({
-    try: () => import(pathToFileURL(resolve(module)).href) as Promise<Record<string, unknown>>,
-    catch: (e) => new CliError({ message: `cannot load job module ${module}: ${rootMessage(e)}` })
+/** A job module node cannot import by itself (before its own type stripping): TypeScript. */
+const TYPESCRIPT = /\.(?:[cm]?ts|tsx)$/i
+
+/** Whether this node strips TypeScript types itself (22.18+ and 23.6+ by default; never on 20). */
+const nodeStripsTypes = (): boolean => Boolean((process.features as { readonly typescript?: unknown }).typescript)
+
+/** Whether an import failed because tsx itself is not installed (not some module inside it). */
+const isTsxMissing = (e: unknown): boolean =>
+  (e as { readonly code?: unknown } | null)?.code === "ERR_MODULE_NOT_FOUND" &&
+  /\bpackage ['"]tsx['"]/.test(String((e as { readonly message?: unknown }).message))
+
+let tsxRegistered = false
+
+/**
+ * Makes a TypeScript job module importable: registers tsx's ESM hooks (`tsx/esm/api`, tsx being
+ * an optional peer dependency), once per process and only now, so no command pays for tsx
+ * unless its job module needs it. Without tsx, a node that strips types itself gets to try; any
+ * other node fails with one line saying what to do.
+ */
+const prepareTypeScript = (module: string): Effect.Effect<void, CliError> =>
+  tsxRegistered ? Effect.void : Effect.tryPromise({
+    try: async () => {
+      const tsx = await import("tsx/esm/api")
+      tsx.register()
+      tsxRegistered = true
+    },
+    catch: (e) =>
+      isTsxMissing(e)
+        ? "missing" as const
+        : new CliError({ message: `cannot load tsx for the job module ${module}: ${rootMessage(e)}` })
   }).pipe(
+    Effect.catchIf((e) => e === "missing", () =>
+      nodeStripsTypes()
+        ? Effect.void
+        : Effect.fail(
+          new CliError({
+            message: `job module ${module} is TypeScript, which node ${process.version} cannot import by itself: ` +
+              "install tsx (npm install --save-dev tsx) or compile the module to JavaScript"
+          })
+        ))
+  )
+
+/**
+ * Loads an app's job types from a module: every export that is a job type (or an array of them).
+ * A TypeScript module (.ts, .mts, .cts, .tsx) is compiled through tsx, loaded only for it.
+ */
+export const loadJobs = (module: string): Effect.Effect<ReadonlyArray<AnyJobType>, CliError> =>
+  Effect.suspend(() => {
+    const jobFile = resolve(module)
+    return TYPESCRIPT.test(jobFile)
+      ? prepareTypeScript(module).pipe(Effect.as(jobFile))
+      : Effect.succeed(jobFile)
+  }).pipe(
+    Effect.flatMap((jobFile) =>
+      Effect.tryPromise({
+        try: () => import(pathToFileURL(jobFile).href) as Promise<Record<string, unknown>>,
+        catch: (e) => new CliError({ message: `cannot load job module ${module}: ${rootMessage(e)}` })
+      })
+    ),
     Effect.flatMap((mod) => {
       const isJob = (v: unknown): v is AnyJobType =>
         typeof v === "object" && v !== null && "name" in v && "schema" in v && "perform" in v && "timeoutSeconds" in v

@@ -182,3 +182,20 @@ export class WorkerConfigError extends Data.TaggedError("WorkerConfigError")<{
     return `invalid worker option ${this.field}: ${this.reason}`
   }
 }
+
+/**
+ * The driver packages for a database are not installed: leasehold loads a database's driver only
+ * when that database is used, so an app installs just its own (README, "Install").
+ */
+export class DriverNotInstalledError extends Data.TaggedError("DriverNotInstalledError")<{
+  readonly database: "PostgreSQL" | "MySQL/MariaDB" | "SQLite"
+  /** What to install, e.g. `["pg", "@effect/sql-pg"]`. */
+  readonly packages: ReadonlyArray<string>
+  /** The module that could not be loaded. */
+  readonly missing: string
+}> {
+  override get message() {
+    return `the ${this.database} driver is not installed (cannot load ${this.missing}): ` +
+      `npm install ${this.packages.join(" ")}`
+  }
+}

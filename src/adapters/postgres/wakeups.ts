@@ -7,7 +7,6 @@
  */
 import type { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Option, Redacted, Schedule, Stream } from "effect"
-import pg from "pg"
 import type { WakeupsApi } from "../../ports/Wakeups.ts"
 
 /** How to reach PostgreSQL for the listening connection. */
@@ -18,6 +17,8 @@ export interface ListenConfig {
   readonly user?: string | undefined
   readonly password?: string | undefined
   readonly database?: string | undefined
+  /** TLS settings, as node-postgres takes them (the app's PgClient `ssl`). */
+  readonly ssl?: PgClient.PgClientConfig["ssl"]
 }
 
 /** The listening connection's application_name (shown in pg_stat_activity). */
@@ -30,6 +31,8 @@ export const listenerName = (channel: string): string => `leasehold-listener:${c
 export const listen = (config: ListenConfig, channel: string): Stream.Stream<string, Error> =>
   Stream.asyncScoped<string, Error>((emit) =>
     Effect.gen(function*() {
+      // Loaded here, not at import: an app on another database need not have node-postgres.
+      const { default: pg } = yield* Effect.promise(() => import("pg"))
       const client = new pg.Client({ ...config, application_name: listenerName(channel) })
       yield* Effect.addFinalizer(() => Effect.promise(() => client.end().catch(() => undefined)))
       client.on("error", (e) => void emit.fail(e))
@@ -64,7 +67,8 @@ export const listenConfig = (c: PgClient.PgClientConfig): ListenConfig => ({
   port: c.port,
   user: c.username,
   password: c.password === undefined ? undefined : Redacted.value(c.password),
-  database: c.database
+  database: c.database,
+  ssl: c.ssl
 })
 
 /** LISTEN/NOTIFY wake-ups on the database a `PgClient` with this configuration reaches. */

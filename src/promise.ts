@@ -1,0 +1,235 @@
+/**
+ * leasehold/promise: leasehold for apps that do not use Effect. Job types whose `perform`
+ * returns a Promise, a client made from a database URL (or an existing node-postgres Pool),
+ * `migrate()`, `enqueue()` (also inside a transaction), workers with a `stop()` that drains
+ * gracefully, and `close()`. Errors are Error subclasses named after leasehold's tagged errors
+ * (`PayloadError`, `UnknownJobTypeError`, `SqlError`, …); docs/promise-api.md shows it whole.
+ */
+import { SqlClient } from "@effect/sql"
+import { Cause, Context, Effect, Exit, Layer, ManagedRuntime, Option, Runtime, Schema, Scope } from "effect"
+import { clientLayerForPgPool, clientLayerForUrl } from "./adapters/clients.ts"
+import type { JobFilter, JobRow } from "./core/model.ts"
+import { type JobLeases, JobStore } from "./ports/JobStore.ts"
+import type * as WakeupsPort from "./ports/Wakeups.ts"
+import * as Job from "./runtime/Job.ts"
+import * as Leasehold from "./runtime/Leasehold.ts"
+import * as Migrator from "./runtime/migrate.ts"
+import * as Worker from "./runtime/Worker.ts"
+
+/** What a Promise `perform` sees of its own attempt. */
+export interface PromiseJobContext {
+  readonly jobId: string
+  readonly name: string
+  readonly queue: string
+  /** 1 for the first run. */
+  readonly attempt: number
+  readonly host: string
+  /**
+   * Aborted when the attempt is interrupted (its timeout, a lost lease with `onLeaseLost:
+   * "interrupt"`, or a worker stopping past its grace period): pass it on to fetch and friends.
+   */
+  readonly signal: AbortSignal
+  /** Proof of life (keeps the row from being reaped, renews the lease); rejects with `Fenced` when the claim was taken back. */
+  readonly heartbeat: () => Promise<void>
+}
+
+/** A job type for the Promise API: `perform` returns a Promise (or nothing). */
+export interface PromiseJobDefinition<A, I> extends Job.JobOptions<A> {
+  readonly name: string
+  /**
+   * The payload's Schema (from "effect"), which validates and encodes it; without one, any
+   * JSON value is accepted as `A`.
+   */
+  readonly schema?: Schema.Schema<A, I, never> | undefined
+  readonly perform: (payload: A, job: PromiseJobContext) => Promise<void> | void
+}
+
+/**
+ * Defines a job type whose `perform` returns a Promise. A rejected Promise (or a throw) fails
+ * the attempt, which is retried under the type's rules. Throws `JobDefinitionError` on a bad
+ * option, like `Job.define`.
+ */
+export const defineJob = <A = unknown, I = A>(def: PromiseJobDefinition<A, I>): Job.JobType<string, A, I, never> =>
+  Job.define<string, A, I, never>({
+    ...def,
+    schema: def.schema ?? (Schema.Unknown as unknown as Schema.Schema<A, I, never>),
+    perform: (payload: A) =>
+      Effect.gen(function*() {
+        const ctx = yield* Job.JobContext
+        const runtime = yield* Effect.runtime<never>()
+        yield* Effect.tryPromise({
+          try: async (signal) =>
+            def.perform(payload, {
+              jobId: ctx.jobId,
+              name: ctx.name,
+              queue: ctx.queue,
+              attempt: ctx.attempt,
+              host: ctx.host,
+              signal,
+              heartbeat: () => settle(Runtime.runPromiseExit(runtime)(ctx.heartbeat))
+            }),
+          catch: (error) => error
+        })
+      })
+  })
+
+/** A job type with no requirements left: every `defineJob` type (and `Job.define` types that need no services). */
+export type PromiseJobType = Job.JobType<string, any, any, never>
+
+/** Options of `createLeasehold`: where the database is, and the job types. */
+export interface CreateOptions<Types extends ReadonlyArray<PromiseJobType>> {
+  /**
+   * `postgres://…`, `mysql://…`, `mariadb://…`, or a SQLite file name (`sqlite:` or `file:`
+   * prefix allowed). Only that database's driver is loaded, so only it must be installed.
+   */
+  readonly url?: string | undefined
+  /** Instead of `url`: the app's own node-postgres `Pool`, shared and never ended by leasehold. */
+  readonly pool?: unknown
+  /** The job types this process enqueues and runs. */
+  readonly jobs: Types
+  /** Table prefix (default `leasehold_`). */
+  readonly prefix?: string | undefined
+}
+
+/** A worker started by `startWorker`. */
+export interface WorkerHandle {
+  readonly host: string
+  /** What it did so far. */
+  readonly stats: () => Promise<Worker.WorkerStats>
+  /**
+   * Stops claiming, lets running attempts finish (within the worker's `gracePeriod`, default
+   * 30 s), then interrupts what is left (interrupted attempts are reaped and retried later).
+   */
+  readonly stop: () => Promise<void>
+}
+
+/** What a transaction callback may do: the app's own SQL and enqueues, committed or rolled back together. */
+export interface Transaction {
+  /** Runs SQL with the database's own placeholders (`$1` on PostgreSQL, `?` elsewhere). */
+  readonly query: (sql: string, params?: ReadonlyArray<unknown>) => Promise<ReadonlyArray<Record<string, unknown>>>
+  readonly enqueue: <A>(
+    type: Job.JobType<string, A, any, any>,
+    payload: A,
+    options?: Job.EnqueueOptions
+  ) => Promise<Job.EnqueueResult>
+}
+
+/** leasehold for one database and one set of job types. */
+export interface LeaseholdClient {
+  /** Applies leasehold's migrations under the migration lock (safe when several processes race). */
+  readonly migrate: () => Promise<Migrator.MigrationRunResult>
+  /** Enqueues a job; the payload is checked with the type's schema. Rejects with `PayloadError`, `EnqueueInputError` or `SqlError`. */
+  readonly enqueue: <A>(
+    type: Job.JobType<string, A, any, any>,
+    payload: A,
+    options?: Job.EnqueueOptions
+  ) => Promise<Job.EnqueueResult>
+  /**
+   * Runs `f` in one database transaction: everything it enqueues or writes through `tx` commits
+   * with it, or rolls back if `f` rejects (and the rejection is passed on).
+   */
+  readonly transaction: <T>(f: (tx: Transaction) => Promise<T>) => Promise<T>
+  /** One job by id, or undefined. */
+  readonly getJob: (id: string) => Promise<JobRow | undefined>
+  /** Jobs, newest first. */
+  readonly listJobs: (filter?: Partial<JobFilter>) => Promise<ReadonlyArray<JobRow>>
+  /** Starts a worker in this process (see `Worker.layer` for the options). */
+  readonly startWorker: (config?: Worker.WorkerConfig) => Promise<WorkerHandle>
+  /** Stops every worker it started (gracefully), then closes its database connections. */
+  readonly close: () => Promise<void>
+}
+
+/** What the client's runtime provides. */
+type Services =
+  | Job.Jobs
+  | JobStore
+  | JobLeases
+  | SqlClient.SqlClient
+  | Migrator.Migrator
+  | WakeupsPort.Wakeups
+
+/** The value of a successful Exit, or its failure thrown as it is (leasehold's errors are Errors named by their tag). */
+const settle = async <A, E>(exit: Promise<Exit.Exit<A, E>>): Promise<A> => {
+  const done = await exit
+  if (Exit.isSuccess(done)) return done.value
+  const failure = Cause.failureOption(done.cause)
+  throw Option.isSome(failure) ? failure.value : Cause.squash(done.cause)
+}
+
+/**
+ * Creates a client: connects (the driver is loaded on demand), registers the job types, and
+ * returns Promise methods. Call `migrate()` once before the first enqueue on a new database,
+ * and `close()` when done, or the process keeps its connections open.
+ */
+export const createLeasehold = async <const Types extends ReadonlyArray<PromiseJobType>>(
+  options: CreateOptions<Types>
+): Promise<LeaseholdClient> => {
+  if ((options.url === undefined) === (options.pool === undefined)) {
+    throw new TypeError("createLeasehold needs exactly one of url and pool")
+  }
+  const client = options.pool !== undefined ? clientLayerForPgPool(options.pool) : clientLayerForUrl(options.url!)
+  // The job types need nothing but what the layer provides (PromiseJobType), which the
+  // compiler cannot see through the generic `Types`.
+  const services = Leasehold.layer({ jobs: options.jobs, prefix: options.prefix }).pipe(
+    Layer.provideMerge(client),
+    Layer.provideMerge(Migrator.layer({ prefix: options.prefix }).pipe(Layer.provide(client)))
+  ) as Layer.Layer<Services, unknown>
+  const runtime = ManagedRuntime.make(services)
+  // Connect now, so a wrong URL or a missing driver rejects here rather than at first use.
+  await settle(runtime.runPromiseExit(Effect.void))
+  const run = <A, E>(effect: Effect.Effect<A, E, Services>) => settle(runtime.runPromiseExit(effect))
+  const workers = new Set<WorkerHandle>()
+
+  const startWorker = async (config: Worker.WorkerConfig = {}): Promise<WorkerHandle> => {
+    const scope = await run(Scope.make())
+    const context = await run(Layer.buildWithScope(Worker.layer(config), scope)).catch(async (error) => {
+      await run(Scope.close(scope, Exit.void))
+      throw error
+    })
+    const worker = Context.get(context, Worker.WorkerHandle)
+    let stopping: Promise<void> | undefined
+    const handle: WorkerHandle = {
+      host: worker.host,
+      stats: () => run(worker.stats),
+      stop: () => {
+        stopping ??= run(Scope.close(scope, Exit.void)).finally(() => workers.delete(handle))
+        return stopping
+      }
+    }
+    workers.add(handle)
+    return handle
+  }
+
+  return {
+    migrate: () => run(Effect.flatMap(Migrator.Migrator, (m) => m.run)),
+    enqueue: (type, payload, enqueueOptions) => run(Job.enqueue(type, payload, enqueueOptions)),
+    transaction: (f) =>
+      run(Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          // Effects run with this runtime see the transaction's connection.
+          const inside = yield* Effect.runtime<JobStore | SqlClient.SqlClient>()
+          const within = <A, E>(effect: Effect.Effect<A, E, JobStore | SqlClient.SqlClient>) =>
+            settle(Runtime.runPromiseExit(inside)(effect))
+          return yield* Effect.tryPromise({
+            try: () =>
+              f({
+                query: (text, params = []) =>
+                  within(
+                    Effect.flatMap(SqlClient.SqlClient, (s) => s.unsafe<Record<string, unknown>>(text, [...params]))
+                  ),
+                enqueue: (type, payload, enqueueOptions) => within(Job.enqueue(type, payload, enqueueOptions))
+              }),
+            catch: (error) => error
+          })
+        }))
+      })),
+    getJob: (id) => run(Effect.map(Effect.flatMap(JobStore, (s) => s.get(id)), Option.getOrUndefined)),
+    listJobs: (filter = {}) => run(Effect.flatMap(JobStore, (s) => s.list({ limit: 100, ...filter }))),
+    startWorker,
+    close: async () => {
+      await Promise.all([...workers].map((w) => w.stop()))
+      await runtime.dispose()
+    }
+  }
+}

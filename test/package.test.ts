@@ -1,0 +1,165 @@
+/**
+ * The package as a user gets it: `npm pack`, then the tarball installed into an empty project
+ * with the SQLite driver only (no pg, no mysql2). From there: a plain `node` ESM script defines
+ * a job, enqueues it and runs it to completion; a TypeScript consumer compiles under `tsc`
+ * (module NodeNext, strict, no special flags), where a payload of the wrong type must fail; and
+ * the installed `leasehold` command answers `--help` and migrates.
+ *
+ * Speed: packages come from npm's cache when it has them (`--prefer-offline`), and install
+ * scripts are skipped: the one native module, better-sqlite3, gets the binary this repository's
+ * own install already built (same version, same Node) instead of a minute of compiling.
+ */
+import { execFile } from "node:child_process"
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { promisify } from "node:util"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+
+const exec = promisify(execFile)
+const ROOT = join(import.meta.dirname, "..")
+const own = (name: string) => JSON.parse(readFileSync(join(ROOT, "node_modules", name, "package.json"), "utf8"))
+const dir = mkdtempSync(join(tmpdir(), "leasehold-pkg-"))
+const consumer = join(dir, "app")
+let files: ReadonlyArray<string> = []
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+beforeAll(async () => {
+  // dist/ is fresh (the suite's global setup builds it); --ignore-scripts so packing does not
+  // rebuild it under the other test files that are using it.
+  const packed = await exec("npm", ["pack", "--json", "--ignore-scripts", "--pack-destination", dir], {
+    cwd: ROOT,
+    encoding: "utf8"
+  })
+  const [info] = JSON.parse(packed.stdout) as Array<{ filename: string; files: Array<{ path: string }> }>
+  files = info!.files.map((f) => f.path)
+  mkdirSync(consumer)
+  writeFileSync(join(consumer, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }))
+  await exec(
+    "npm",
+    [
+      "install",
+      "--prefer-offline",
+      "--no-audit",
+      "--no-fund",
+      "--ignore-scripts",
+      join(dir, info!.filename),
+      `@effect/sql-sqlite-node@${own("@effect/sql-sqlite-node").version}`,
+      `better-sqlite3@${own("better-sqlite3").version}`
+    ],
+    { cwd: consumer, encoding: "utf8", timeout: 170_000 }
+  )
+  cpSync(
+    join(ROOT, "node_modules", "better-sqlite3", "build"),
+    join(consumer, "node_modules", "better-sqlite3", "build"),
+    { recursive: true }
+  )
+}, 180_000)
+
+describe("the packed tarball", { timeout: 120_000 }, () => {
+  it("holds the compiled build, README, LICENSE and package.json, and nothing else", () => {
+    expect(files.filter((f) => !f.startsWith("dist/"))).toEqual(
+      expect.arrayContaining(["LICENSE", "README.md", "package.json"])
+    )
+    expect(files.filter((f) => !f.startsWith("dist/")).sort()).toEqual(["LICENSE", "README.md", "package.json"])
+    expect(files).toContain("dist/index.js")
+    expect(files).toContain("dist/index.d.ts")
+    expect(files.some((f) => f.endsWith(".ts") && !f.endsWith(".d.ts"))).toBe(false)
+  })
+
+  it("installs without any other database's driver", async () => {
+    const { stdout } = await exec("npm", ["ls", "--all", "--parseable"], { cwd: consumer, encoding: "utf8" })
+    const installed = stdout.split("\n").map((p) => p.split("node_modules/").pop())
+    for (const absent of ["pg", "@effect/sql-pg", "mysql2", "@effect/sql-mysql2", "tsx"]) {
+      expect(installed).not.toContain(absent)
+    }
+  })
+
+  it("runs a job to completion from a plain node ESM script", async () => {
+    writeFileSync(
+      join(consumer, "run.mjs"),
+      `import { Effect, Layer, Schema } from "effect"
+import { Job, Migrator, Worker } from "leasehold"
+import * as Sqlite from "leasehold/sqlite"
+
+const Hello = Job.define({
+  name: "Hello",
+  schema: Schema.Struct({ name: Schema.String }),
+  perform: ({ name }) => Effect.sync(() => console.log("hello " + name))
+})
+const program = Effect.gen(function*() {
+  yield* (yield* Migrator.make()).run
+  const { id } = yield* Job.enqueue(Hello, { name: "tarball" })
+  const tally = yield* Worker.processQueue({ limit: 10 })
+  console.log(JSON.stringify({ id, processed: tally.processed, failed: tally.failed }))
+})
+await Effect.runPromise(program.pipe(Effect.provide(Sqlite.layer({ filename: "app.db", jobs: [Hello] }))))
+`
+    )
+    const { stdout } = await exec(process.execPath, ["run.mjs"], { cwd: consumer, encoding: "utf8" })
+    expect(stdout).toContain("hello tarball")
+    expect(JSON.parse(stdout.trim().split("\n").pop()!)).toMatchObject({ processed: 1, failed: 0 })
+  })
+
+  it("compiles a strict NodeNext TypeScript consumer, and rejects a payload of the wrong type", async () => {
+    writeFileSync(
+      join(consumer, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: {
+          module: "NodeNext",
+          moduleResolution: "NodeNext",
+          target: "ES2022",
+          strict: true,
+          noEmit: true
+        },
+        files: ["app.ts"]
+      })
+    )
+    writeFileSync(
+      join(consumer, "app.ts"),
+      `import { Effect, Schema } from "effect"
+import { Job, Leasehold, PayloadError } from "leasehold"
+import { createLeasehold, defineJob } from "leasehold/promise"
+
+export const Hello = Job.define({
+  name: "Hello",
+  schema: Schema.Struct({ name: Schema.String }),
+  perform: ({ name }) => Effect.logInfo(name)
+})
+export const services = Leasehold.layer({ jobs: [Hello] })
+export const ok = Job.enqueue(Hello, { name: "typed" })
+// @ts-expect-error: name must be a string
+export const wrong = Job.enqueue(Hello, { name: 42 })
+export const isPayloadError = (e: unknown): e is PayloadError => e instanceof PayloadError
+
+const Mail = defineJob({ name: "Mail", schema: Schema.Struct({ to: Schema.String }), perform: async ({ to }) => void to })
+export const main = async () => {
+  const lh = await createLeasehold({ url: "app.db", jobs: [Mail] })
+  await lh.enqueue(Mail, { to: "a@example.com" })
+  // @ts-expect-error: to must be a string
+  await lh.enqueue(Mail, { to: 1 })
+  await lh.close()
+}
+`
+    )
+    const tsc = join(ROOT, "node_modules", "typescript", "bin", "tsc")
+    const result = await exec(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: consumer, encoding: "utf8" })
+      .then(() => ({ code: 0, out: "" }))
+      .catch((e: { code?: number; stdout?: string }) => ({ code: e.code ?? 1, out: e.stdout ?? "" }))
+    expect(result.out).toBe("")
+    expect(result.code).toBe(0)
+  })
+
+  it("the installed command answers --help and migrates", async () => {
+    const bin = join(consumer, "node_modules", ".bin", "leasehold")
+    const help = await exec(bin, ["--help"], { cwd: consumer, encoding: "utf8" })
+    expect(help.stdout).toMatch(/migrate/)
+    const migrated = await exec(bin, ["migrate", "--json"], {
+      cwd: consumer,
+      encoding: "utf8",
+      env: { ...process.env, LEASEHOLD_DATABASE_URL: join(consumer, "cli.db") }
+    })
+    expect(JSON.parse(migrated.stdout)).toMatchObject({ applied: expect.any(Array) })
+  })
+})

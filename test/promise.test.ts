@@ -1,0 +1,177 @@
+/**
+ * The Promise API (src/promise.ts) on SQLite, PostgreSQL (through the app's own pg Pool) and
+ * MariaDB: migrate, enqueue, a worker that runs a Promise perform, a transaction that commits
+ * or rolls back with the app's own SQL, errors as named Error subclasses, and a stop that lets
+ * the running job finish. Each run uses a table prefix of its own and drops it afterwards.
+ */
+import { Schema } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import pg from "pg"
+import { afterAll, describe, expect, it } from "vitest"
+import { createLeasehold, defineJob, type LeaseholdClient } from "../src/promise.ts"
+import { MYSQL_URL, PG_URL, uniquePrefix } from "./support/databases.ts"
+
+const dir = mkdtempSync(join(tmpdir(), "leasehold-promise-"))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+/** Polls `check` every 20 ms until it holds (at most 20 s). */
+const until = async (check: () => Promise<boolean>) => {
+  for (let i = 0; i < 1000; i++) {
+    if (await check()) return
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  throw new Error("condition not reached within 20 s")
+}
+
+type Target = {
+  readonly name: string
+  /** The client, its prefix, the app's own placeholder for one parameter, and how to clean up. */
+  readonly open: (
+    jobs: ReadonlyArray<ReturnType<typeof defineJob<any, any>>>
+  ) => Promise<{ lh: LeaseholdClient; prefix: string; param: string; done: () => Promise<void> }>
+}
+
+const dropAll = async (lh: LeaseholdClient, prefix: string, quote: (t: string) => string) => {
+  await lh.transaction(async (tx) => {
+    for (const t of ["jobs", "hosts", "job_locks", "migrations", "migration_locks"]) {
+      await tx.query(`DROP TABLE IF EXISTS ${quote(prefix + t)}`)
+    }
+  })
+}
+
+const targets: ReadonlyArray<Target> = [
+  {
+    name: "SQLite (url)",
+    open: async (jobs) => {
+      const prefix = uniquePrefix("pr")
+      const lh = await createLeasehold({ url: join(dir, `${prefix}.db`), jobs, prefix })
+      return { lh, prefix, param: "?", done: () => lh.close() }
+    }
+  },
+  {
+    name: "PostgreSQL (the app's pg Pool)",
+    open: async (jobs) => {
+      const prefix = uniquePrefix("pr")
+      const pool = new pg.Pool({ connectionString: PG_URL, max: 5 })
+      const lh = await createLeasehold({ pool, jobs, prefix })
+      return {
+        lh,
+        prefix,
+        param: "$1",
+        done: async () => {
+          await dropAll(lh, prefix, (t) => `"${t}"`)
+          await lh.close()
+          // The pool stays the app's: still usable after close, ended by the app.
+          expect((await pool.query("SELECT 1 AS one")).rows).toEqual([{ one: 1 }])
+          await pool.end()
+        }
+      }
+    }
+  },
+  {
+    name: "MariaDB (url)",
+    open: async (jobs) => {
+      const prefix = uniquePrefix("pr")
+      const lh = await createLeasehold({ url: MYSQL_URL.replace(/^mysql:/, "mariadb:"), jobs, prefix })
+      return {
+        lh,
+        prefix,
+        param: "?",
+        done: async () => {
+          await dropAll(lh, prefix, (t) => `\`${t}\``)
+          await lh.close()
+        }
+      }
+    }
+  }
+]
+
+describe.each(targets)("Promise API on $name", (target) => {
+  it("migrates, enqueues, runs a Promise perform in a worker, and stops gracefully", { timeout: 60_000 }, async () => {
+    const seen: Array<{ to: string; attempt: number }> = []
+    let release: () => void = () => undefined
+    const gate = new Promise<void>((r) => (release = r))
+    const SendEmail = defineJob({
+      name: "SendEmail",
+      schema: Schema.Struct({ to: Schema.String }),
+      perform: async ({ to }, job) => {
+        await job.heartbeat()
+        if (to === "slow@example.com") await gate
+        seen.push({ to, attempt: job.attempt })
+      }
+    })
+    const { lh, done } = await target.open([SendEmail])
+    try {
+      expect((await lh.migrate()).applied.length).toBeGreaterThan(0)
+      expect((await lh.migrate()).applied).toEqual([])
+      const first = await lh.enqueue(SendEmail, { to: "a@example.com" })
+      expect(first.status).toBe("pending")
+      const worker = await lh.startWorker({ concurrency: 2, pollInterval: "50 millis" })
+      await until(async () => (await lh.getJob(first.id))?.status === "completed")
+      expect(seen).toEqual([{ to: "a@example.com", attempt: 1 }])
+
+      // stop() waits for the running job, which completes
+      const slow = await lh.enqueue(SendEmail, { to: "slow@example.com" })
+      await until(async () => (await lh.getJob(slow.id))?.status === "processing")
+      const stopped = worker.stop()
+      setTimeout(release, 200)
+      await stopped
+      expect((await lh.getJob(slow.id))?.status).toBe("completed")
+      expect((await worker.stats()).processed).toBe(2)
+    } finally {
+      release()
+      await done()
+    }
+  })
+
+  it("rejects bad input with named Error subclasses and writes nothing", { timeout: 60_000 }, async () => {
+    const Typed = defineJob({ name: "Typed", schema: Schema.Struct({ n: Schema.Number }), perform: () => undefined })
+    const { lh, done } = await target.open([Typed])
+    try {
+      await lh.migrate()
+      // @ts-expect-error: the payload's type is checked at compile time too
+      const bad = await lh.enqueue(Typed, { n: "one" }).catch((e: unknown) => e)
+      expect(bad).toBeInstanceOf(Error)
+      expect(bad).toMatchObject({ name: "PayloadError", _tag: "PayloadError", jobName: "Typed" })
+      const key = await lh.enqueue(Typed, { n: 1 }, { uniqueKey: "x".repeat(256) }).catch((e: unknown) => e)
+      expect(key).toMatchObject({ name: "EnqueueInputError", field: "uniqueKey" })
+      expect(await lh.listJobs()).toEqual([])
+    } finally {
+      await done()
+    }
+  })
+
+  it("a transaction commits the app's SQL and its enqueues together, or neither", { timeout: 60_000 }, async () => {
+    const Note = defineJob<{ readonly text: string }>({ name: "Note", perform: () => undefined })
+    const { lh, prefix, param, done } = await target.open([Note])
+    const table = `${prefix}notes`
+    try {
+      await lh.migrate()
+      await lh.transaction((tx) => tx.query(`CREATE TABLE ${table} (text VARCHAR(100))`))
+      const kept = await lh.transaction(async (tx) => {
+        await tx.query(`INSERT INTO ${table} (text) VALUES (${param})`, ["kept"])
+        return tx.enqueue(Note, { text: "kept" })
+      })
+      const failure = await lh.transaction(async (tx) => {
+        await tx.query(`INSERT INTO ${table} (text) VALUES (${param})`, ["lost"])
+        await tx.enqueue(Note, { text: "lost" })
+        throw new Error("changed my mind")
+      }).catch((e: unknown) => e)
+      expect(failure).toMatchObject({ message: "changed my mind" })
+      const notes = await lh.transaction((tx) => tx.query(`SELECT text FROM ${table}`))
+      expect(notes).toEqual([{ text: "kept" }])
+      expect((await lh.listJobs()).map((j) => j.id)).toEqual([kept.id])
+      await lh.transaction((tx) => tx.query(`DROP TABLE ${table}`))
+    } finally {
+      await done()
+    }
+  })
+})
+
+describe("createLeasehold", () => {
+  it("needs exactly one of url and pool", async () => {
+    await expect(createLeasehold({ jobs: [] })).rejects.toThrow(/exactly one of url and pool/)
+  })
+})

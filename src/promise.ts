@@ -176,9 +176,15 @@ export const createLeasehold = async <const Types extends ReadonlyArray<PromiseJ
   ) as Layer.Layer<Services, unknown>
   const runtime = ManagedRuntime.make(services)
   // Connect now, so a wrong URL or a missing driver rejects here rather than at first use.
-  await settle(runtime.runPromiseExit(Effect.void))
+  try {
+    await settle(runtime.runPromiseExit(Effect.void))
+  } catch (error) {
+    await runtime.dispose()
+    throw error
+  }
   const run = <A, E>(effect: Effect.Effect<A, E, Services>) => settle(runtime.runPromiseExit(effect))
   const workers = new Set<WorkerHandle>()
+  let closing: Promise<void> | undefined
 
   const startWorker = async (config: Worker.WorkerConfig = {}): Promise<WorkerHandle> => {
     const scope = await run(Scope.make())
@@ -227,9 +233,9 @@ export const createLeasehold = async <const Types extends ReadonlyArray<PromiseJ
     getJob: (id) => run(Effect.map(Effect.flatMap(JobStore, (s) => s.get(id)), Option.getOrUndefined)),
     listJobs: (filter = {}) => run(Effect.flatMap(JobStore, (s) => s.list({ limit: 100, ...filter }))),
     startWorker,
-    close: async () => {
-      await Promise.all([...workers].map((w) => w.stop()))
-      await runtime.dispose()
+    close: () => {
+      closing ??= Promise.all([...workers].map((w) => w.stop())).then(() => runtime.dispose())
+      return closing
     }
   }
 }

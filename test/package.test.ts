@@ -162,4 +162,16 @@ export const main = async () => {
     })
     expect(JSON.parse(migrated.stdout)).toMatchObject({ applied: expect.any(Array) })
   })
+
+  it("pointed at a database whose driver is not installed, says which packages to install", async () => {
+    const bin = join(consumer, "node_modules", ".bin", "leasehold")
+    const failed = await exec(bin, ["migrate", "status"], {
+      cwd: consumer,
+      encoding: "utf8",
+      env: { ...process.env, LEASEHOLD_DATABASE_URL: "postgres://nobody@127.0.0.1:1/none" }
+    }).then(() => undefined, (e: { code?: number; stderr?: string }) => e)
+    expect(failed?.code).not.toBe(0)
+    expect(failed?.stderr).toMatch(/PostgreSQL driver is not installed.*npm install pg @effect\/sql-pg/)
+    expect(failed?.stderr).not.toMatch(/\n\s+at /)
+  })
 })

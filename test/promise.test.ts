@@ -176,7 +176,9 @@ describe("createLeasehold", () => {
   })
 
   it("rejects at once, with the driver's error, when the database cannot be reached", { timeout: 30_000 }, async () => {
-    const error = await createLeasehold({ url: "postgres://nobody@127.0.0.1:1/none", jobs: [] }).catch((e: unknown) => e)
+    const error = await createLeasehold({ url: "postgres://nobody@127.0.0.1:1/none", jobs: [] }).catch((e: unknown) =>
+      e
+    )
     expect(error).toBeInstanceOf(Error)
     expect(error).toMatchObject({ name: "SqlError" })
   })

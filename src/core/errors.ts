@@ -35,11 +35,12 @@ export class LeaseTableInTransactionError extends Data.TaggedError("LeaseTableIn
  */
 export class Fenced extends Data.TaggedError("Fenced")<{
   readonly jobId: string
-  readonly name: string
+  /** The job type's name (not `name`, which an Error keeps for its tag). */
+  readonly jobName: string
   readonly attempt: number
 }> {
   override get message() {
-    return `job ${this.name} ${this.jobId} attempt ${this.attempt} was fenced: its claim was reaped and re-claimed`
+    return `job ${this.jobName} ${this.jobId} attempt ${this.attempt} was fenced: its claim was reaped and re-claimed`
   }
 }
 
@@ -65,10 +66,11 @@ export class EnqueueInputError extends Data.TaggedError("EnqueueInputError")<{
 
 /** A job row names a type this worker has no definition for. The attempt fails; the worker goes on. */
 export class UnknownJobTypeError extends Data.TaggedError("UnknownJobTypeError")<{
-  readonly name: string
+  /** The job type's name (not `name`, which an Error keeps for its tag). */
+  readonly jobName: string
 }> {
   override get message() {
-    return `no job type named ${JSON.stringify(this.name)} is registered with this worker`
+    return `no job type named ${JSON.stringify(this.jobName)} is registered with this worker`
   }
 }
 
@@ -83,11 +85,12 @@ export class JobTimeoutError extends Data.TaggedError("JobTimeoutError")<{
 
 /** A job type or worker option that cannot work (negative timeout, blank name, …). */
 export class JobDefinitionError extends Data.TaggedError("JobDefinitionError")<{
-  readonly name: string
+  /** The job type's name (not `name`, which an Error keeps for its tag). */
+  readonly jobName: string
   readonly reason: string
 }> {
   override get message() {
-    return `job type ${JSON.stringify(this.name)}: ${this.reason}`
+    return `job type ${JSON.stringify(this.jobName)}: ${this.reason}`
   }
 }
 
@@ -197,5 +200,18 @@ export class DriverNotInstalledError extends Data.TaggedError("DriverNotInstalle
   override get message() {
     return `the ${this.database} driver is not installed (cannot load ${this.missing}): ` +
       `npm install ${this.packages.join(" ")}`
+  }
+}
+
+/**
+ * A database URL with a scheme no client handles (`postgress://…`, `redis://…`): refused rather
+ * than read as an SQLite file name. `scheme` is what came before `://`.
+ */
+export class UnsupportedDatabaseUrlError extends Data.TaggedError("UnsupportedDatabaseUrlError")<{
+  readonly scheme: string
+}> {
+  override get message() {
+    return `unsupported database URL scheme "${this.scheme}://": use postgres://, postgresql://, mysql://, ` +
+      "mariadb://, sqlite:, file:, or a plain file path"
   }
 }

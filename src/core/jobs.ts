@@ -114,8 +114,18 @@ export interface QueueTally {
   readonly skipped: number
   readonly fenced: number
   readonly leasesLost: number
+  /** The messages of the last `MAX_TALLY_ERRORS` failures, oldest first (a long-running worker's tally must not grow). */
   readonly errors: ReadonlyArray<string>
 }
+
+/** How many failure messages a tally keeps. */
+export const MAX_TALLY_ERRORS = 100
+
+/** `errors` with `message` added, keeping the last `MAX_TALLY_ERRORS`. */
+export const withError = (errors: ReadonlyArray<string>, message: string): ReadonlyArray<string> =>
+  errors.length < MAX_TALLY_ERRORS
+    ? [...errors, message]
+    : [...errors.slice(errors.length - MAX_TALLY_ERRORS + 1), message]
 
 /** An empty tally. */
 export const emptyTally: QueueTally = { processed: 0, failed: 0, skipped: 0, fenced: 0, leasesLost: 0, errors: [] }

@@ -69,7 +69,7 @@ export type AnyJobType = JobType<string, any, any, any>
 const int32 = (name: string, field: string, value: number, min: number) => {
   if (!isInt32(value) || value < min) {
     throw new JobDefinitionError({
-      name,
+      jobName: name,
       reason: `${field} must be a whole number from ${min} to ${MAX_INT32}, got ${value}`
     })
   }
@@ -87,7 +87,7 @@ export const define = <const Name extends string, A, I, R = never>(
   def: JobDefinition<Name, A, I, R>
 ): JobType<Name, A, I, R> => {
   const name = def.name
-  const problem = (reason: string) => new JobDefinitionError({ name, reason })
+  const problem = (reason: string) => new JobDefinitionError({ jobName: name, reason })
   if (typeof name !== "string" || name.trim() === "" || name.length > MAX_NAME_LENGTH) {
     throw problem(`the name must be 1 to ${MAX_NAME_LENGTH} characters`)
   }
@@ -169,7 +169,7 @@ export const jobsLayer = <const Types extends ReadonlyArray<AnyJobType>>(
       const context = yield* Effect.context<Exclude<Requirements<Types[number]>, JobContext>>()
       const byName = new Map<string, RegisteredJob>()
       for (const type of types) {
-        if (byName.has(type.name)) throw new JobDefinitionError({ name: type.name, reason: "registered twice" })
+        if (byName.has(type.name)) throw new JobDefinitionError({ jobName: type.name, reason: "registered twice" })
         byName.set(type.name, {
           type,
           perform: (payload) =>

@@ -27,7 +27,7 @@ const thrown = (f: () => unknown): unknown => {
 const expectDefinitionError = (f: () => unknown, name: string, reason: RegExp) => {
   const error = thrown(f)
   expect(error).toBeInstanceOf(JobDefinitionError)
-  expect(error).toMatchObject({ _tag: "JobDefinitionError", name })
+  expect(error).toMatchObject({ _tag: "JobDefinitionError", name: "JobDefinitionError", jobName: name })
   expect((error as JobDefinitionError).reason).toMatch(reason)
 }
 

@@ -88,7 +88,7 @@ export const runClaimed = (
       return yield* recordFailure(
         job,
         DEFAULT_BACKOFF,
-        describe(Cause.fail(new UnknownJobTypeError({ name: job.name }))),
+        describe(Cause.fail(new UnknownJobTypeError({ jobName: job.name }))),
         undefined
       )
     }

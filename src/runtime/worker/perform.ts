@@ -71,7 +71,7 @@ export const perform = (
         const now = yield* Clock.currentTimeMillis
         // A fenced attempt stops before it renews anything.
         if (!(yield* store.heartbeat(job.id, token, now, leaseExpiresAt(now, job.claimTimeout)))) {
-          return yield* new Fenced({ jobId: job.id, name: job.name, attempt: job.attempts })
+          return yield* new Fenced({ jobId: job.id, jobName: job.name, attempt: job.attempts })
         }
         yield* renewLease(now)
       })

@@ -4,7 +4,7 @@
  * counts as skipped (or deferred), never as failed.
  */
 import { Data } from "effect"
-import type { QueueTally } from "../../core/jobs.ts"
+import { type QueueTally, withError } from "../../core/jobs.ts"
 import type { JobRow } from "../../core/model.ts"
 
 /** The job an outcome is about. */
@@ -68,7 +68,12 @@ export const tallyOf = (t: QueueTally, r: ProcessResult): QueueTally => {
     case "Completed":
       return { ...t, processed: t.processed + 1, leasesLost: t.leasesLost + lostCount(r) }
     case "Failed":
-      return { ...t, failed: t.failed + 1, leasesLost: t.leasesLost + lostCount(r), errors: [...t.errors, r.error] }
+      return {
+        ...t,
+        failed: t.failed + 1,
+        leasesLost: t.leasesLost + lostCount(r),
+        errors: withError(t.errors, r.error)
+      }
     case "Fenced":
       return { ...t, fenced: t.fenced + 1, leasesLost: t.leasesLost + lostCount(r) }
     case "Deferred":

@@ -22,8 +22,8 @@ const SendWelcome = defineJob({
 })
 
 const lh = await createLeasehold({
-  url: process.env.LEASEHOLD_DATABASE_URL ?? "http-app.db",
-  prefix: process.env.LEASEHOLD_PREFIX,
+  url: process.env.LEASEHOLD_DATABASE_URL || "http-app.db",
+  prefix: process.env.LEASEHOLD_PREFIX || undefined,
   jobs: [SendWelcome]
 })
 await lh.migrate()
@@ -62,7 +62,8 @@ server.listen(Number(process.env.PORT ?? 3000), "127.0.0.1", () => {
 
 const shutdown = async (signal) => {
   console.log(`${signal}: stopping`)
-  server.close()
+  // Requests already in flight finish (they use the client) before the worker and client stop.
+  await new Promise((resolve) => server.close(resolve))
   await worker.stop()
   await lh.close()
   console.log("stopped")

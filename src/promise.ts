@@ -167,6 +167,10 @@ export const createLeasehold = async <const Types extends ReadonlyArray<PromiseJ
   if ((options.url === undefined) === (options.pool === undefined)) {
     throw new TypeError("createLeasehold needs exactly one of url and pool")
   }
+  // An empty file name would give SQLite a temporary database that vanishes on close.
+  if (options.url !== undefined && options.url.trim() === "") {
+    throw new TypeError("createLeasehold: url is empty (a database URL or a SQLite file name is needed)")
+  }
   const client = options.pool !== undefined ? clientLayerForPgPool(options.pool) : clientLayerForUrl(options.url!)
   // The job types need nothing but what the layer provides (PromiseJobType), which the
   // compiler cannot see through the generic `Types`.
@@ -187,6 +191,7 @@ export const createLeasehold = async <const Types extends ReadonlyArray<PromiseJ
   let closing: Promise<void> | undefined
 
   const startWorker = async (config: Worker.WorkerConfig = {}): Promise<WorkerHandle> => {
+    if (closing !== undefined) throw new Error("startWorker: this client is closed")
     const scope = await run(Scope.make())
     const context = await run(Layer.buildWithScope(Worker.layer(config), scope)).catch(async (error) => {
       await run(Scope.close(scope, Exit.void))
@@ -213,28 +218,36 @@ export const createLeasehold = async <const Types extends ReadonlyArray<PromiseJ
       run(Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         return yield* sql.withTransaction(Effect.gen(function*() {
-          // Effects run with this runtime see the transaction's connection.
+          // Effects run with this runtime see the transaction's connection, so they must not run
+          // once the transaction is over: that connection is back in the pool by then.
           const inside = yield* Effect.runtime<JobStore | SqlClient.SqlClient>()
+          let open = true
           const within = <A, E>(effect: Effect.Effect<A, E, JobStore | SqlClient.SqlClient>) =>
-            settle(Runtime.runPromiseExit(inside)(effect))
-          return yield* Effect.tryPromise({
-            try: () =>
-              f({
-                query: (text, params = []) =>
-                  within(
-                    Effect.flatMap(SqlClient.SqlClient, (s) => s.unsafe<Record<string, unknown>>(text, [...params]))
-                  ),
-                enqueue: (type, payload, enqueueOptions) => within(Job.enqueue(type, payload, enqueueOptions))
-              }),
-            catch: (error) => error
-          })
+            open
+              ? settle(Runtime.runPromiseExit(inside)(effect))
+              : Promise.reject(new Error("this transaction is over: use tx only inside its callback, and await it"))
+          return yield* Effect.ensuring(
+            Effect.tryPromise({
+              try: () =>
+                f({
+                  query: (text, params = []) =>
+                    within(
+                      Effect.flatMap(SqlClient.SqlClient, (s) => s.unsafe<Record<string, unknown>>(text, [...params]))
+                    ),
+                  enqueue: (type, payload, enqueueOptions) => within(Job.enqueue(type, payload, enqueueOptions))
+                }),
+              catch: (error) => error
+            }),
+            Effect.sync(() => (open = false))
+          )
         }))
       })),
     getJob: (id) => run(Effect.map(Effect.flatMap(JobStore, (s) => s.get(id)), Option.getOrUndefined)),
     listJobs: (filter = {}) => run(Effect.flatMap(JobStore, (s) => s.list({ limit: 100, ...filter }))),
     startWorker,
     close: () => {
-      closing ??= Promise.all([...workers].map((w) => w.stop())).then(() => runtime.dispose())
+      // Every worker is stopped, then the connections close, even if a stop failed.
+      closing ??= Promise.allSettled([...workers].map((w) => w.stop())).then(() => runtime.dispose())
       return closing
     }
   }

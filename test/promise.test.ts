@@ -169,6 +169,11 @@ describe.each(targets)("Promise API on $name", (target) => {
       const notes = await lh.transaction((tx) => tx.query(`SELECT text FROM ${table}`))
       expect(notes).toEqual([{ text: "kept" }])
       expect((await lh.listJobs()).map((j) => j.id)).toEqual([kept.id])
+      // a tx kept past its callback refuses to run on a connection the pool took back
+      let leaked: Parameters<Parameters<LeaseholdClient["transaction"]>[0]>[0] | undefined
+      await lh.transaction(async (tx) => void (leaked = tx))
+      await expect(leaked!.enqueue(Note, { text: "late" })).rejects.toThrow(/transaction is over/)
+      expect(await lh.listJobs()).toHaveLength(1)
       await lh.transaction((tx) => tx.query(`DROP TABLE ${table}`))
     } finally {
       await done()
@@ -177,8 +182,17 @@ describe.each(targets)("Promise API on $name", (target) => {
 })
 
 describe("createLeasehold", () => {
-  it("needs exactly one of url and pool", async () => {
+  it("needs exactly one of url and pool, and a url that is not empty", async () => {
     await expect(createLeasehold({ jobs: [] })).rejects.toThrow(/exactly one of url and pool/)
+    // an empty SQLite file name would be a temporary database, gone (with its jobs) on close
+    await expect(createLeasehold({ url: " ", jobs: [] })).rejects.toThrow(/url is empty/)
+  })
+
+  it("refuses a worker once closed", async () => {
+    const lh = await createLeasehold({ url: join(dir, "closed.db"), jobs: [] })
+    await lh.close()
+    await lh.close()
+    await expect(lh.startWorker()).rejects.toThrow(/closed/)
   })
 
   it("rejects at once, with the driver's error, when the database cannot be reached", { timeout: 30_000 }, async () => {

@@ -1,29 +1,46 @@
 /**
- * A worker started on a database nobody migrated says why it starts nothing: the driver's own
- * words (SQLite's "no such table") and a hint to run the migrations, not a bare "unreadable"
- * with the cause buried in a stack trace.
+ * A worker started on a database whose leasehold schema is missing or older than the code says
+ * why it starts nothing: the driver's own words (SQLite's "no such table" / "no such column")
+ * and a hint to run the migrations, not a bare "unreadable" with the cause buried in a trace.
  */
 import { Effect, Logger, Ref } from "effect"
 import { expect, it } from "vitest"
+import { createJobTables } from "../src/adapters/sql/schema.ts"
+import * as Migrator from "../src/runtime/migrate.ts"
 import * as Worker from "../src/runtime/Worker.ts"
 import * as Sqlite from "../src/sqlite.ts"
 
-it("names the missing table and the migrations", async () => {
-  const lines = await Effect.runPromise(Effect.gen(function*() {
+/** The first line of every log message a worker writes in 300 ms, after `before` ran. */
+const workerLog = <E>(before: Effect.Effect<unknown, E, Migrator.Migrator>) =>
+  Effect.runPromise(Effect.gen(function*() {
     const seen = yield* Ref.make<ReadonlyArray<string>>([])
     const logger = Logger.make(({ message }) => {
       const text = (Array.isArray(message) ? message : [message]).map(String)[0] ?? ""
       Effect.runSync(Ref.update(seen, (s) => [...s, text]))
     })
     yield* Effect.scoped(Effect.gen(function*() {
+      yield* before
       yield* Worker.make({ concurrency: 1, pollInterval: "20 millis", reapInterval: "1 hour" })
       yield* Effect.sleep("300 millis")
     })).pipe(
+      Effect.provide(Migrator.layer({ migrations: [createJobTables] })),
       Effect.provide(Sqlite.layer({ filename: ":memory:", jobs: [] })),
       Effect.provide(Logger.replace(Logger.defaultLogger, logger))
     )
     return yield* Ref.get(seen)
   }))
+
+const HINT = "have leasehold's migrations run?"
+
+it("no tables at all: names the missing table and the migrations", async () => {
+  const lines = await workerLog(Effect.void)
   const warning = lines.find((l) => l.startsWith("hosts table unreadable"))
-  expect(warning).toMatch(/\(no such table: leasehold_hosts\).*migrations/)
+  expect(warning).toContain(`(no such table: leasehold_hosts — ${HINT}`)
+})
+
+it("tables from an older migration: names the missing column and the migrations", async () => {
+  const lines = await workerLog(Effect.flatMap(Migrator.Migrator, (m) => m.run))
+  const warning = lines.find((l) => l.startsWith("claim failed"))
+  expect(warning).toMatch(/no such column: (grace_ms|stale_at)/)
+  expect(warning).toContain(HINT)
 })

@@ -4,6 +4,7 @@
  * report. No I/O: stores and the worker call these and write what they decide.
  */
 import { MAX_INT32 } from "./input.ts"
+import { leaseWindowMs } from "./lease.ts"
 
 /** Job statuses. `failed` is dead (retries used up); `interrupted` is reaped and not idempotent. */
 export type JobStatus = "pending" | "processing" | "completed" | "failed" | "interrupted"
@@ -77,10 +78,22 @@ export const decideFailure = (
 
 /**
  * Whether a processing row is stale at `now`: strictly past the deadline its claim or last
- * heartbeat wrote (src/core/transitions.ts `applyClaim`, `applyHeartbeat`).
+ * heartbeat wrote (src/core/transitions.ts `applyClaim`, `applyHeartbeat`). A row with no
+ * deadline (no grace was known at its claim: enqueued or claimed by a version before migration
+ * 2) is stale once its last sign of life is a lease window of its timeout old.
  */
-export const isStale = (row: { readonly status: JobStatus; readonly staleAt: number | null }, now: number): boolean =>
-  row.status === "processing" && row.staleAt !== null && row.staleAt < now
+export const isStale = (
+  row: {
+    readonly status: JobStatus
+    readonly staleAt: number | null
+    readonly heartbeatAt: number | null
+    readonly updatedAt: number
+    readonly claimTimeout: number | null
+  },
+  now: number
+): boolean =>
+  row.status === "processing" &&
+  (row.staleAt !== null ? row.staleAt < now : (row.heartbeatAt ?? row.updatedAt) + leaseWindowMs(row.claimTimeout) < now)
 
 /** What the reaper does to a stale row. */
 export type ReapDecision =

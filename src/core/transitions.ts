@@ -55,14 +55,16 @@ export const cappedTimeout = (rowTimeout: number | null, cap: number | undefined
   cap !== undefined && (rowTimeout === null || rowTimeout > cap) ? cap : rowTimeout
 
 /**
- * The grace a claim gives a row, in ms: the row's own (its timeout's window), capped by the
- * window of the worker's timeout cap; a row without one gets the cap's window, or else the
- * default timeout's. The SQL claim writes the same with one comparison (src/adapters/sql/jobStatements.ts).
+ * A worker's timeout cap applied to a row's grace: the smaller of the row's and the cap's window,
+ * as the claim lowers the row's timeout (so grace and timeout stay one window apart). A row
+ * without a grace (enqueued before migration 2, or by an older version) keeps none: its
+ * deadline is then worked out by `isStale` from its timeout. The SQL claim writes the same with
+ * one comparison (src/adapters/sql/jobStatements.ts).
  */
-export const cappedGraceMs = (rowGraceMs: number | null, cap: number | undefined): number => {
-  if (cap === undefined) return rowGraceMs ?? leaseWindowMs(undefined)
+export const cappedGraceMs = (rowGraceMs: number | null, cap: number | undefined): number | null => {
+  if (cap === undefined || rowGraceMs === null) return rowGraceMs
   const capGrace = leaseWindowMs(cap)
-  return rowGraceMs === null || rowGraceMs > capGrace ? capGrace : rowGraceMs
+  return rowGraceMs > capGrace ? capGrace : rowGraceMs
 }
 
 /** A claimed row as the claim leaves it: processing, one more attempt, our token and host. */
@@ -75,8 +77,14 @@ export const applyClaim = (row: JobRow, input: ClaimInput): JobRow => ({
   heartbeatAt: null,
   updatedAt: input.now,
   claimTimeout: cappedTimeout(row.claimTimeout, input.timeoutCap),
-  staleAt: input.now + cappedGraceMs(row.graceMs, input.timeoutCap)
+  ...deadlineAtClaim(row.graceMs, input)
 })
+
+/** The grace and stale deadline a claim writes: now + the capped grace, or none without a grace. */
+const deadlineAtClaim = (graceMs: number | null, input: ClaimInput) => {
+  const grace = cappedGraceMs(graceMs, input.timeoutCap)
+  return { graceMs: grace, staleAt: grace === null ? null : input.now + grace }
+}
 
 /** A heartbeat: the attempt was seen at `now`; its row is stale only after `staleAt`. */
 export const applyHeartbeat = (row: JobRow, now: number, staleAt: number): JobRow => ({
@@ -92,7 +100,7 @@ export const isOurs = (row: JobRow, token: string): boolean => row.status === "p
 export const applyOutcome = (row: JobRow, outcome: Outcome, now: number): JobRow => {
   switch (outcome._tag) {
     case "Complete":
-      return { ...row, status: "completed", completedAt: now, updatedAt: now }
+      return { ...row, status: "completed", completedAt: now, updatedAt: now, staleAt: null }
     case "Retry":
       return {
         ...row,
@@ -100,10 +108,11 @@ export const applyOutcome = (row: JobRow, outcome: Outcome, now: number): JobRow
         runAt: outcome.runAt,
         lastError: outcome.error,
         claimToken: null,
-        updatedAt: now
+        updatedAt: now,
+        staleAt: null
       }
     case "Kill":
-      return { ...row, status: "failed", failedAt: now, lastError: outcome.error, updatedAt: now }
+      return { ...row, status: "failed", failedAt: now, lastError: outcome.error, updatedAt: now, staleAt: null }
   }
 }
 
@@ -121,7 +130,8 @@ export const applyDefer = (row: JobRow, now: number, runAt: number, leaseName: s
   runAt,
   claimToken: null,
   leaseName,
-  updatedAt: now
+  updatedAt: now,
+  staleAt: null
 })
 
 /** The row as a reap leaves it (the reaper decided with `reapDecision` in ./jobs.ts). */
@@ -134,10 +144,19 @@ export const applyReap = (row: JobRow, decision: ReapDecision, now: number): Job
         runAt: decision.runAt,
         claimToken: null,
         lastError: REAPED_RETRY,
-        updatedAt: now
+        updatedAt: now,
+        staleAt: null
       }
     case "Dead":
-      return { ...row, status: "failed", failedAt: now, claimToken: null, lastError: REAPED_DEAD, updatedAt: now }
+      return {
+        ...row,
+        status: "failed",
+        failedAt: now,
+        claimToken: null,
+        lastError: REAPED_DEAD,
+        updatedAt: now,
+        staleAt: null
+      }
     case "Interrupted":
       return {
         ...row,
@@ -145,7 +164,8 @@ export const applyReap = (row: JobRow, decision: ReapDecision, now: number): Job
         failedAt: now,
         claimToken: null,
         lastError: decision.message,
-        updatedAt: now
+        updatedAt: now,
+        staleAt: null
       }
   }
 }

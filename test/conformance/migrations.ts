@@ -7,12 +7,12 @@
 import { expect, layer } from "@effect/vitest"
 import { Chunk, Clock, Deferred, Effect, Exit, Fiber, Option, Ref, TestClock } from "effect"
 import { randomUUID } from "node:crypto"
-import { JobLeases, JobStore, type NewJob } from "../../src/JobStore.ts"
+import { JobLeases, JobStore, type JobStoreApi, type NewJob } from "../../src/JobStore.ts"
 import { createJobTables, type Migration, migrations } from "../../src/adapters/sql/schema.ts"
 import { leaseExpiresAt, leaseWindowMs } from "../../src/core/lease.ts"
 import { tableNames } from "../../src/core/tables.ts"
 import type { MigrationStep } from "../../src/runtime/migrate.ts"
-import { type AdapterName, layerFor, TestDatabase } from "../support/databases.ts"
+import { type AdapterName, layerFor, TestDatabase, type TestDatabaseApi } from "../support/databases.ts"
 
 const T0 = 1_791_039_632_175
 const SECOND = 1000
@@ -96,58 +96,105 @@ export const migrationConformance = (adapter: AdapterName) =>
 
     // What migration 1 wrote had no grace or deadline; the in-memory store has no schema to upgrade.
     if (adapter !== "memory") {
-      it.effect("migration 2 on a database at migration 1: rows get core's grace and deadline, the reaper takes a silent row back exactly then, and a re-run changes nothing", () =>
+      /** Inserts rows as code before migration 2 wrote them (no grace_ms, no stale_at). */
+      const insertOld = (
+        db: TestDatabaseApi,
+        table: string,
+        rows: ReadonlyArray<readonly [string, string, number | null, number | null, number]>
+      ) =>
+        Effect.forEach(rows, ([id, status, timeout, heartbeatAt, updatedAt]) =>
+          db.query(
+            `INSERT INTO ${
+              db.quote(table)
+            } (id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, claim_token, unique_key, heartbeat_at, run_at, created_at, updated_at) VALUES (?, 't', 'default', '{}', 0, ?, 1, 3, ?, ?, ?, ?, ?, ?, ?)`,
+            [id, status, timeout, `tok-${id}`, id, heartbeatAt, T0, T0 - 2000 * SECOND, updatedAt]
+          ), { discard: true })
+      const onStore = <A, E>(db: TestDatabaseApi, prefix: string, f: (store: JobStoreApi) => Effect.Effect<A, E>) =>
+        Effect.orDie(Effect.provide(Effect.flatMap(JobStore, f), db.storeLayer(prefix)))
+      const rowsOf = (db: TestDatabaseApi, prefix: string, ids: ReadonlyArray<string>) =>
+        onStore(db, prefix, (store) => Effect.forEach(ids, (id) => Effect.map(store.get(id), Option.getOrThrow)))
+
+      it.effect("migration 2 on a database at migration 1: rows get core's grace and deadline, the reaper takes a silent row back exactly then, and a re-run keeps what changed since", () =>
         Effect.gen(function*() {
           const { db, prefix, tables } = yield* fresh
           yield* TestClock.setTime(T0)
           expect((yield* driven((yield* db.migrator({ prefix, migrations: [createJobTables] })).run)).applied)
             .toHaveLength(1)
-          // Rows as migration 1's code wrote them: id, status, claim timeout, heartbeat, last update.
-          const old: ReadonlyArray<readonly [string, string, number, number | null, number]> = [
+          // id, status, claim timeout, heartbeat, last update
+          const old = [
             ["pending-30", "pending", 30, null, T0],
             ["running-600", "processing", 600, T0 - 100 * SECOND, T0 - 1000 * SECOND],
             ["running-30", "processing", 30, null, T0],
+            ["running-none", "processing", null, null, T0],
             ["done-300", "completed", 300, null, T0]
-          ]
-          for (const [id, status, timeout, heartbeatAt, updatedAt] of old) {
-            yield* db.query(
-              `INSERT INTO ${
-                db.quote(tables.jobs)
-              } (id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, claim_token, unique_key, heartbeat_at, run_at, created_at, updated_at) VALUES (?, 't', 'default', '{}', 0, ?, 1, 3, ?, ?, ?, ?, ?, ?, ?)`,
-              [id, status, timeout, `tok-${id}`, id, heartbeatAt, T0, T0 - 2000 * SECOND, updatedAt]
-            )
-          }
+          ] as const
+          yield* insertOld(db, tables.jobs, old)
           const m = yield* db.migrator({ prefix })
           expect((yield* driven(m.run)).applied.map((a) => a.id)).toEqual(ALL_IDS.slice(1))
 
-          const rows = yield* Effect.provide(
-            Effect.flatMap(JobStore, (store) => Effect.forEach(old, ([id]) => Effect.orDie(store.get(id)))),
-            db.storeLayer(prefix)
-          )
-          const byId = new Map(rows.map((r) => [Option.getOrThrow(r).id, Option.getOrThrow(r)]))
-          for (const [id, status, timeout, heartbeatAt, updatedAt] of old) {
-            const row = byId.get(id)!
-            expect(row.graceMs).toBe(leaseWindowMs(timeout))
+          const rows = yield* rowsOf(db, prefix, old.map(([id]) => id))
+          old.forEach(([, status, timeout, heartbeatAt, updatedAt], i) => {
+            // no timeout: no grace of its own (a claim gives it the cap's or none)
+            expect(rows[i]!.graceMs).toBe(timeout === null ? null : leaseWindowMs(timeout))
             // a running row's deadline: last seen + its window, the same as a lease taken then
-            expect(row.staleAt).toBe(status === "processing" ? leaseExpiresAt(heartbeatAt ?? updatedAt, timeout) : null)
-          }
-          const staleAt = (now: number) =>
-            Effect.provide(
-              Effect.flatMap(JobStore, (store) => Effect.orDie(store.stale(now, 10))),
-              db.storeLayer(prefix)
+            expect(rows[i]!.staleAt).toBe(
+              status === "processing" ? leaseExpiresAt(heartbeatAt ?? updatedAt, timeout) : null
             )
+          })
+          const stale = (now: number) => onStore(db, prefix, (store) => store.stale(now, 10))
           const deadline = leaseExpiresAt(T0, 30)
-          expect((yield* staleAt(deadline)).map((r) => r.id)).toEqual([])
-          expect((yield* staleAt(deadline + 1)).map((r) => r.id)).toEqual(["running-30"])
+          expect((yield* stale(deadline)).map((r) => r.id)).toEqual([])
+          expect((yield* stale(deadline + 1)).map((r) => r.id)).toEqual(["running-30"])
 
-          // A run that died after its steps but before recording them runs the steps again.
+          // A heartbeat moves a deadline; then a run that died after its steps but before
+          // recording them runs the steps again, and must keep the new deadline.
+          const beat = leaseExpiresAt(T0 + 50 * SECOND, 30)
+          expect(yield* onStore(db, prefix, (s) => s.heartbeat("running-30", "tok-running-30", T0 + 50 * SECOND, beat)))
+            .toBe(true)
           yield* db.query(`DELETE FROM ${db.quote(tables.migrations)} WHERE id = 2`)
           expect((yield* driven(m.run)).applied.map((a) => a.id)).toEqual([2])
-          const again = yield* Effect.provide(
-            Effect.flatMap(JobStore, (store) => Effect.forEach(old, ([id]) => Effect.orDie(store.get(id)))),
-            db.storeLayer(prefix)
-          )
-          expect(again).toEqual(rows)
+          const again = yield* rowsOf(db, prefix, old.map(([id]) => id))
+          expect(again.find((r) => r.id === "running-30")?.staleAt).toBe(beat)
+          expect(again.filter((r) => r.id !== "running-30")).toEqual(rows.filter((r) => r.id !== "running-30"))
+        }))
+
+      it.effect("rows an older version writes after migration 2 (no grace, no deadline) are still reaped exactly a window after their last sign of life, never before", () =>
+        Effect.gen(function*() {
+          const { db, prefix, tables } = yield* fresh
+          yield* TestClock.setTime(T0)
+          yield* driven((yield* db.migrator({ prefix })).run)
+          // claimed by an old worker: no deadline; one enqueued by an old process, then claimed here
+          yield* insertOld(db, tables.jobs, [["old-claim", "processing", 30, null, T0]])
+          yield* insertOld(db, tables.jobs, [["old-enqueue", "pending", 3600, null, T0]])
+          yield* db.query(`UPDATE ${db.quote(tables.jobs)} SET attempts = 0, claim_token = NULL WHERE id = 'old-enqueue'`)
+          const claimed = yield* onStore(db, prefix, (s) =>
+            s.claim({
+              queues: undefined,
+              host: "h",
+              now: T0,
+              claimToken: "tok-new",
+              timeoutCap: undefined,
+              hostCap: undefined
+            }))
+          expect(claimed).toMatchObject({ _tag: "Claimed", job: { id: "old-enqueue", graceMs: null, staleAt: null } })
+          const stale = (now: number) => onStore(db, prefix, (store) => store.stale(now, 10))
+          expect((yield* stale(leaseExpiresAt(T0, 30))).map((r) => r.id)).toEqual([])
+          const [row] = yield* stale(leaseExpiresAt(T0, 30) + 1)
+          expect(row?.id).toBe("old-claim")
+          // the 3600 s job is judged by its own timeout's window, not a default one
+          expect((yield* stale(leaseExpiresAt(T0, 3600))).map((r) => r.id)).toEqual(["old-claim"])
+          expect((yield* stale(leaseExpiresAt(T0, 3600) + 1)).map((r) => r.id).sort()).toEqual([
+            "old-claim",
+            "old-enqueue"
+          ])
+          // the reap is guarded by the last sign of life it read: a heartbeat since then wins
+          const now = leaseExpiresAt(T0, 30) + 1
+          yield* db.query(`UPDATE ${db.quote(tables.jobs)} SET heartbeat_at = ? WHERE id = 'old-claim'`, [now])
+          const decision = { _tag: "Retry" as const, runAt: now }
+          expect(yield* onStore(db, prefix, (s) => s.reap(row!, decision, now))).toBe(false)
+          const reread = (yield* rowsOf(db, prefix, ["old-claim"]))[0]!
+          expect(yield* onStore(db, prefix, (s) => s.reap(reread, decision, leaseExpiresAt(now, 30) + 1))).toBe(true)
+          expect((yield* rowsOf(db, prefix, ["old-claim"]))[0]).toMatchObject({ status: "pending", staleAt: null })
         }))
     }
 

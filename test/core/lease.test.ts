@@ -21,7 +21,7 @@ import {
   leaseWindowSeconds,
   mayAcquire
 } from "../../src/core/lease.ts"
-import { applyClaim, applyHeartbeat, newJobRow } from "../../src/core/transitions.ts"
+import { applyClaim, applyHeartbeat, applyOutcome, newJobRow } from "../../src/core/transitions.ts"
 
 const SECOND = 1000
 /** The widest a lease name may be (§1: lockname VARCHAR(100)). */
@@ -286,6 +286,50 @@ describe("§3 Window: claim t (≤ 0 means 300), window = t + max(60, t), the le
           const now = claimedAt + offset
           const row = claimedRow(claimedAt, t, undefined)
           if (!isStale(row, now)) expect(isExpired(leaseExpiresAt(claimedAt + takenAfter, t), now)).toBe(false)
+        }
+      )
+    ))
+
+  it("a claim under a cap lowers the grace with the timeout: a later uncapped claim's row turns stale exactly when its lease is free", () =>
+    fc.assert(
+      fc.property(
+        instants,
+        claims,
+        claims,
+        fc.integer({ min: 1, max: 10_000_000 }),
+        fc.integer({ min: -2_000_000_000, max: 2_000_000_000 }),
+        (claimedAt, t, cap, later, offset) => {
+          const capped = claimedRow(claimedAt, t, cap)
+          const retried = applyOutcome(capped, { _tag: "Retry", runAt: claimedAt, error: "e" }, claimedAt)
+          const again = applyClaim(retried, {
+            queues: undefined,
+            host: "h",
+            now: claimedAt + later,
+            claimToken: "tok-2",
+            timeoutCap: undefined,
+            hostCap: undefined
+          })
+          const now = claimedAt + later + offset
+          expect(isStale(again, now)).toBe(isExpired(leaseExpiresAt(claimedAt + later, again.claimTimeout), now))
+        }
+      )
+    ))
+
+  it("a row without a grace (written by an older version) turns stale exactly when a lease taken at its claim is free", () =>
+    fc.assert(
+      fc.property(
+        instants,
+        fc.option(claims, { nil: null }),
+        fc.option(claims, { nil: undefined }),
+        fc.integer({ min: -2_000_000_000, max: 2_000_000_000 }),
+        (claimedAt, t, cap, offset) => {
+          const row = applyClaim(
+            { ...claimedRow(0, t, undefined), status: "pending", graceMs: null, staleAt: null },
+            { queues: undefined, host: "h", now: claimedAt, claimToken: "tok", timeoutCap: cap, hostCap: undefined }
+          )
+          expect(row.staleAt).toBe(null)
+          const now = claimedAt + offset
+          expect(isStale(row, now)).toBe(isExpired(leaseExpiresAt(claimedAt, row.claimTimeout), now))
         }
       )
     ))

@@ -134,7 +134,12 @@ export const makeMemoryJobStore = (
       update(id, (r) => mayDefer(r, token), (r) => applyDefer(r, now, runAt, leaseName)),
     heartbeat: (id, token, now, staleAt) => update(id, (r) => isOurs(r, token), (r) => applyHeartbeat(r, now, staleAt)),
     stale: (now, limit) =>
-      jobsTable((rows) => [staleRows(rows, now).sort((a, b) => a.updatedAt - b.updatedAt).slice(0, limit)]),
+      // As the SQL store reads them: rows past their deadline first, then rows without one.
+      jobsTable((rows) => [
+        staleRows(rows, now)
+          .sort((a, b) => Number(a.staleAt === null) - Number(b.staleAt === null) || a.updatedAt - b.updatedAt)
+          .slice(0, limit)
+      ]),
     reap: (row, decision, now) =>
       update(
         row.id,

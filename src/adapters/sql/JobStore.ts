@@ -6,7 +6,7 @@ import { SqlClient } from "@effect/sql"
 import { randomUUID } from "node:crypto"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Either, Layer, Option } from "effect"
-import type { JobStatus } from "../../core/jobs.ts"
+import { isStale, type JobStatus } from "../../core/jobs.ts"
 import type { ClaimInput, ClaimResult, FinishInput, Finished, JobRow, NewJob } from "../../core/model.ts"
 import { tableNames } from "../../core/tables.ts"
 import { applyClaim, showsOutcome } from "../../core/transitions.ts"
@@ -314,7 +314,14 @@ export const make = (
       finish,
       defer: (id, token, now, runAt, leaseName) => yes("defer", s.defer(id, token, now, runAt, leaseName)),
       heartbeat: (id, token, now, staleAt) => yes("heartbeat", s.heartbeat(id, token, now, staleAt)),
-      stale: (now, limit) => jobs(s.stale(now, limit)),
+      // Rows past their deadline, then rows without one that core's isStale judges stale (read
+      // apart, so live ones of those never crowd the others out of the limit).
+      stale: (now, limit) =>
+        Effect.zipWith(
+          jobs(s.stale(now, limit)),
+          jobs(s.withoutDeadline(limit)),
+          (past, unknown) => [...past, ...unknown.filter((r) => isStale(r, now))].slice(0, limit)
+        ),
       reap: (row, decision, now) => yes("reap", s.reap(row, decision, now)),
       handOff,
       get: (id) => first(s.byId(id), decodeJobRow),

@@ -4,7 +4,7 @@
  */
 import type { ReapDecision } from "../../core/jobs.ts"
 import { leaseWindowMs } from "../../core/lease.ts"
-import type { ClaimInput, JobFilter, NewJob, Outcome } from "../../core/model.ts"
+import type { ClaimInput, JobFilter, JobRow, NewJob, Outcome } from "../../core/model.ts"
 import type { TableNames } from "../../core/tables.ts"
 import { REAPED_DEAD, REAPED_RETRY } from "../../core/transitions.ts"
 import {
@@ -41,34 +41,42 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
     input.queues === undefined
       ? sql`status = 'pending' AND run_at <= ${input.now}`
       : sql`status = 'pending' AND run_at <= ${input.now} AND queue IN (${new SqlList(input.queues)})`
-  // A fresh token, this host, attempts + 1, no heartbeat, the timeout capped by the worker's,
-  // and the stale deadline: now + the row's grace capped by the cap's (core's cappedGraceMs,
-  // written as one comparison; the windows themselves come from src/core/lease.ts).
+  // A fresh token, this host, attempts + 1, no heartbeat; with a cap, the timeout and the grace
+  // lowered to the cap's (core's cappedTimeout, cappedGraceMs: one comparison each; the windows
+  // come from src/core/lease.ts); and the stale deadline now + grace. A row without a grace
+  // keeps none and gets no deadline (NULL + now is NULL): core's isStale works it out.
   const claimSet = (input: ClaimInput, token: unknown = input.claimToken) => {
     const common =
       sql`status = 'processing', attempts = attempts + 1, claim_token = ${token}, claimed_by = ${input.host}, heartbeat_at = NULL, updated_at = ${input.now}`
-    if (input.timeoutCap === undefined) {
-      return sql`${common}, stale_at = ${input.now} + COALESCE(grace_ms, ${leaseWindowMs(undefined)})`
-    }
+    if (input.timeoutCap === undefined) return sql`${common}, stale_at = ${input.now} + grace_ms`
     const cap = input.timeoutCap
     const capGrace = leaseWindowMs(cap)
-    return sql`${common}, claim_timeout = CASE WHEN claim_timeout IS NULL OR claim_timeout > ${cap} THEN ${cap} ELSE claim_timeout END, stale_at = ${input.now} + CASE WHEN grace_ms IS NULL OR grace_ms > ${capGrace} THEN ${capGrace} ELSE grace_ms END`
+    const grace = sql`CASE WHEN grace_ms > ${capGrace} THEN ${capGrace} ELSE grace_ms END`
+    // MySQL assigns left to right (stale_at sees the new grace_ms), the others all at once: the
+    // capped grace is the same either way.
+    return sql`${common}, claim_timeout = CASE WHEN claim_timeout IS NULL OR claim_timeout > ${cap} THEN ${cap} ELSE claim_timeout END, grace_ms = ${grace}, stale_at = ${input.now} + ${grace}`
   }
-  // Stale: past the deadline the claim or the last heartbeat wrote (core's isStale).
-  const staleAt = (now: number) => sql`status = 'processing' AND stale_at < ${now}`
+  // Past the deadline the claim or the last heartbeat wrote (core's isStale; rows without one
+  // are read apart and judged in core).
+  const pastDeadline = (now: number) => sql`status = 'processing' AND stale_at < ${now}`
   const outcome = (id: string, token: string, now: number, o: Outcome): Statement => {
     const ours = sql`WHERE id = ${id} AND status = 'processing' AND claim_token = ${token}`
     switch (o._tag) {
       case "Complete":
-        return sql`UPDATE ${jobs} SET status = 'completed', completed_at = ${now}, updated_at = ${now} ${ours}`
+        return sql`UPDATE ${jobs} SET status = 'completed', completed_at = ${now}, stale_at = NULL, updated_at = ${now} ${ours}`
       case "Retry":
-        return sql`UPDATE ${jobs} SET status = 'pending', run_at = ${o.runAt}, last_error = ${o.error}, claim_token = NULL, updated_at = ${now} ${ours}`
+        return sql`UPDATE ${jobs} SET status = 'pending', run_at = ${o.runAt}, last_error = ${o.error}, claim_token = NULL, stale_at = NULL, updated_at = ${now} ${ours}`
       case "Kill":
-        return sql`UPDATE ${jobs} SET status = 'failed', failed_at = ${now}, last_error = ${o.error}, updated_at = ${now} ${ours}`
+        return sql`UPDATE ${jobs} SET status = 'failed', failed_at = ${now}, last_error = ${o.error}, stale_at = NULL, updated_at = ${now} ${ours}`
     }
   }
-  const reapGuard = (row: { readonly id: string; readonly attempts: number }, now: number) =>
-    sql`WHERE id = ${row.id} AND attempts = ${row.attempts} AND ${staleAt(now)}`
+  // The row the reaper read, still stale: past its deadline, or (without one) not seen since.
+  const reapGuard = (row: JobRow, now: number) =>
+    row.staleAt !== null
+      ? sql`WHERE id = ${row.id} AND attempts = ${row.attempts} AND ${pastDeadline(now)}`
+      : sql`WHERE id = ${row.id} AND attempts = ${row.attempts} AND status = 'processing' AND stale_at IS NULL AND COALESCE(heartbeat_at, updated_at) = ${
+        row.heartbeatAt ?? row.updatedAt
+      }`
 
   return {
     /** The quoted tables and builder, for the dialect's own strategy statements. */
@@ -98,7 +106,7 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
      * returns the id and token of each row it completed (two attempts of one job may meet here).
      */
     completeBatch: (items: ReadonlyArray<{ readonly id: string; readonly token: string }>, now: number) =>
-      sql`UPDATE ${jobs} SET status = 'completed', completed_at = ${now}, updated_at = ${now} WHERE status = 'processing' AND (${
+      sql`UPDATE ${jobs} SET status = 'completed', completed_at = ${now}, stale_at = NULL, updated_at = ${now} WHERE status = 'processing' AND (${
         joined(items.map((i) => sql`(id = ${i.id} AND claim_token = ${i.token})`), " OR ")
       })${d.updateReports === "rows" ? sql` RETURNING id, claim_token` : empty}`,
     /** The id and token of each of `ids` that is completed, to tell which of a batch were ours. */
@@ -120,24 +128,29 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
       channel: tables.channel
     }),
     defer: (id: string, token: string, now: number, runAt: number, leaseName: string) =>
-      sql`UPDATE ${jobs} SET status = 'pending', attempts = attempts - 1, run_at = ${runAt}, claim_token = NULL, lease_name = ${leaseName}, updated_at = ${now} WHERE id = ${id} AND status = 'processing' AND claim_token = ${token} AND attempts > 0`,
+      sql`UPDATE ${jobs} SET status = 'pending', attempts = attempts - 1, run_at = ${runAt}, claim_token = NULL, lease_name = ${leaseName}, stale_at = NULL, updated_at = ${now} WHERE id = ${id} AND status = 'processing' AND claim_token = ${token} AND attempts > 0`,
     heartbeat: (id: string, token: string, now: number, staleAt: number) =>
       sql`UPDATE ${jobs} SET heartbeat_at = ${now}, stale_at = ${staleAt} WHERE id = ${id} AND status = 'processing' AND claim_token = ${token}`,
     stale: (now: number, limit: number) =>
-      sql`SELECT ${cols} FROM ${jobs} WHERE ${staleAt(now)} ORDER BY updated_at ASC LIMIT ${literalInt(limit)}`,
+      sql`SELECT ${cols} FROM ${jobs} WHERE ${pastDeadline(now)} ORDER BY updated_at ASC LIMIT ${literalInt(limit)}`,
+    /** Processing rows with no deadline (claimed without a known grace), oldest update first. */
+    withoutDeadline: (limit: number) =>
+      sql`SELECT ${cols} FROM ${jobs} WHERE status = 'processing' AND stale_at IS NULL ORDER BY updated_at ASC LIMIT ${
+        literalInt(limit)
+      }`,
     reap: (
-      row: { readonly id: string; readonly attempts: number },
+      row: JobRow,
       decision: ReapDecision,
       now: number
     ) => {
       const guard = reapGuard(row, now)
       switch (decision._tag) {
         case "Retry":
-          return sql`UPDATE ${jobs} SET status = 'pending', run_at = ${decision.runAt}, claim_token = NULL, last_error = ${REAPED_RETRY}, updated_at = ${now} ${guard}`
+          return sql`UPDATE ${jobs} SET status = 'pending', run_at = ${decision.runAt}, claim_token = NULL, last_error = ${REAPED_RETRY}, stale_at = NULL, updated_at = ${now} ${guard}`
         case "Dead":
-          return sql`UPDATE ${jobs} SET status = 'failed', failed_at = ${now}, claim_token = NULL, last_error = ${REAPED_DEAD}, updated_at = ${now} ${guard}`
+          return sql`UPDATE ${jobs} SET status = 'failed', failed_at = ${now}, claim_token = NULL, last_error = ${REAPED_DEAD}, stale_at = NULL, updated_at = ${now} ${guard}`
         case "Interrupted":
-          return sql`UPDATE ${jobs} SET status = 'interrupted', failed_at = ${now}, claim_token = NULL, last_error = ${decision.message}, updated_at = ${now} ${guard}`
+          return sql`UPDATE ${jobs} SET status = 'interrupted', failed_at = ${now}, claim_token = NULL, last_error = ${decision.message}, stale_at = NULL, updated_at = ${now} ${guard}`
       }
     },
     handOff: (leaseName: string, now: number, exceptId = "") => d.handOff(c, leaseName, now, exceptId),

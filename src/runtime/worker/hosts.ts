@@ -2,6 +2,7 @@
  * The hosts table as the worker uses it (docs/behaviour.md §9): refresh this host's row, read
  * whether it is draining (failing closed), and drain or resume a host.
  */
+import { explain } from "./explain.ts"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Duration, Effect, Option, Ref } from "effect"
 import type { WorkerConfigError } from "../../core/errors.ts"
@@ -20,15 +21,6 @@ export const touchHost = (
     (now) => store.touchHost(o.host, now, { maxConcurrent: o.hostCap ?? 0, codeVersion: codeVersion ?? null })
   )
 
-/** The driver's own message under an SqlError ("no such table: …"), else the error's. */
-const driverMessage = (error: { readonly message: string; readonly cause?: unknown }): string => {
-  const inner = (error.cause as { message?: unknown } | undefined)?.message
-  return typeof inner === "string" && inner !== "" ? inner : error.message
-}
-
-/** The three databases' words for a table that is not there. */
-const MISSING_TABLE = /no such table|does not exist|doesn't exist/i
-
 /**
  * Whether `host` is draining at `now`: some(until) when it is (null: no expiry). An unreadable
  * hosts table counts as draining (fails closed), so a worker starts nothing it was told not to.
@@ -41,14 +33,7 @@ export const drainState = (
   Effect.matchEffect(store.getHost(host), {
     onFailure: (error) =>
       Effect.as(
-        Effect.logWarning(
-          `hosts table unreadable (${driverMessage(error)}); starting nothing until it is${
-            MISSING_TABLE.test(driverMessage(error))
-              ? " — have leasehold's migrations run? (Migrator, or `leasehold migrate`)"
-              : ""
-          }`,
-          error
-        ),
+        Effect.logWarning(`hosts table unreadable (${explain(error)}); starting nothing until it is`, error),
         Option.some<number | null>(null)
       ),
     onSuccess: (row) =>

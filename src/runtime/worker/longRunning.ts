@@ -3,6 +3,7 @@
  * and wait on the doorbell (./doorbell.ts) when idle, a reaper, the host row kept fresh,
  * wake-up signals (src/ports/Wakeups.ts) and a graceful shutdown.
  */
+import { explain } from "./explain.ts"
 import { Cause, Clock, Context, Effect, Fiber, Layer, Metric, Option, Ref, Schedule, type Scope, Stream } from "effect"
 import type { WorkerConfigError } from "../../core/errors.ts"
 import { emptyTally, type QueueTally } from "../../core/jobs.ts"
@@ -109,7 +110,10 @@ export const make = (
               Cause.isInterruptedOnly(cause)
                 ? Effect.failCause(cause)
                 : Effect.as(
-                  Effect.logWarning("claim failed; retrying after the poll interval", cause),
+                  Effect.logWarning(
+                    `claim failed (${explain(Cause.squash(cause))}); retrying after the poll interval`,
+                    cause
+                  ),
                   ProcessResult.Idle()
                 )
             )

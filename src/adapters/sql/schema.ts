@@ -63,9 +63,9 @@ export const createJobTables: Migration = {
 // a processing row with no further sign of life is stale, written by the claim (now + grace,
 // capped by the worker's cap) and by each heartbeat. The windows come from src/core/lease.ts.
 // The backfill computes them in TypeScript, one pair of UPDATEs per distinct timeout; a
-// processing row without a timeout gets the default timeout's window. Workers of a version
-// without this migration must be stopped before it runs: rows they claim afterwards would get
-// no deadline, and the reaper would never take them back.
+// processing row without a timeout gets the default timeout's window. Versions before this
+// migration may keep running beside it: a row they enqueue has no grace, and a row they claim no
+// deadline; core's isStale then judges it from its timeout (src/core/jobs.ts), as before.
 
 /** The backfill of migration 2: grace and deadline for rows written before it. */
 const backfillDeadlines = (dialect: SchemaDialect, t: TableNames): SchemaStep => {

@@ -6,34 +6,60 @@
 import type { SqlClient } from "@effect/sql"
 import type { SqliteClient } from "@effect/sql-sqlite-node"
 import { Effect, Layer } from "effect"
-import { DriverNotInstalledError } from "../core/errors.ts"
+import { DriverNotInstalledError, UnsupportedDatabaseUrlError } from "../core/errors.ts"
 
 /** Whether a URL names a PostgreSQL database (`postgres://` or `postgresql://`). */
 export const isPostgresUrl = (url: string): boolean => /^postgres(ql)?:\/\//.test(url)
 /** Whether a URL names a MySQL/MariaDB database (`mysql://` or `mariadb://`). */
 export const isMysqlUrl = (url: string): boolean => /^(mysql|mariadb):\/\//.test(url)
 
+/**
+ * The scheme of a URL that names no database leasehold knows (`postgress://…`), or undefined:
+ * anything of the form `scheme://` other than postgres, postgresql, mysql, mariadb, sqlite and
+ * file. A plain path (even `C:\x.db`) has no `://` and is an SQLite file.
+ */
+export const unsupportedScheme = (url: string): string | undefined => {
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(url)?.[1]
+  return scheme === undefined || /^(postgres|postgresql|mysql|mariadb|sqlite|file)$/.test(scheme) ? undefined : scheme
+}
+
+/** The SQLite file a URL names (`sqlite:` and `file:` prefixes removed), or undefined for a server URL. */
+export const sqliteFilename = (url: string): string | undefined =>
+  isPostgresUrl(url) || isMysqlUrl(url) || unsupportedScheme(url) !== undefined
+    ? undefined
+    : url.replace(/^sqlite:(\/\/)?/, "").replace(/^file:/, "")
+
 /** What each database needs installed: its Effect client and the driver under it. */
 const POSTGRES = { database: "PostgreSQL", packages: ["pg", "@effect/sql-pg"] } as const
 const MYSQL = { database: "MySQL/MariaDB", packages: ["mysql2", "@effect/sql-mysql2"] } as const
 const SQLITE = { database: "SQLite", packages: ["better-sqlite3", "@effect/sql-sqlite-node"] } as const
 
-/** Node's error for an import of a package that is not installed. */
-const isModuleNotFound = (e: unknown): boolean =>
-  (e as { code?: unknown } | null)?.code === "ERR_MODULE_NOT_FOUND" ||
-  /Cannot find (module|package)/.test(String((e as Error | null)?.message ?? ""))
+/**
+ * The package a failed import could not find, if that is what failed: Node's
+ * ERR_MODULE_NOT_FOUND names it ("Cannot find package 'pg' imported from …").
+ */
+const notFoundPackage = (e: unknown): string | undefined => {
+  const error = e as { readonly code?: unknown; readonly message?: unknown } | null
+  if (error?.code !== "ERR_MODULE_NOT_FOUND") return undefined
+  return /Cannot find (?:package|module) '([^']+)'/.exec(String(error.message))?.[1]
+}
 
-/** A layer made by loading a driver; a missing driver fails with `DriverNotInstalledError`. */
+/**
+ * A layer made by loading a driver. A driver package that is not installed fails with
+ * `DriverNotInstalledError`; any other failure to load (a module of leasehold's own missing, a
+ * native module that will not load) fails with the error itself, never a misleading hint.
+ */
 const load = <A, E>(
   driver: { readonly database: DriverNotInstalledError["database"]; readonly packages: ReadonlyArray<string> },
   make: () => Promise<Layer.Layer<A, E>>
-): Layer.Layer<A, E | DriverNotInstalledError> =>
+): Layer.Layer<A, E | DriverNotInstalledError | unknown> =>
   Layer.unwrapEffect(Effect.tryPromise({
     try: make,
     catch: (e) => {
-      if (!isModuleNotFound(e)) throw e
-      const missing = /['"]([^'"]+)['"]/.exec(String((e as Error).message))?.[1] ?? driver.packages.join(", ")
-      return new DriverNotInstalledError({ ...driver, missing })
+      const missing = notFoundPackage(e)
+      const isDriver = missing !== undefined &&
+        driver.packages.some((p) => missing === p || missing.startsWith(`${p}/`))
+      return isDriver ? new DriverNotInstalledError({ ...driver, missing }) : e
     }
   }))
 
@@ -42,8 +68,9 @@ export type SqliteClientService = SqliteClient.SqliteClient
 
 /**
  * The SqlClient layer for a database URL, failing with the driver's error: PostgreSQL and
- * MySQL/MariaDB by scheme, anything else a SQLite file name (`sqlite:` and `file:` prefixes
- * allowed). Only the driver in use is loaded.
+ * MySQL/MariaDB by scheme, an unknown `scheme://` with `UnsupportedDatabaseUrlError`, anything
+ * else a SQLite file name (`sqlite:` and `file:` prefixes allowed). Only the driver in use is
+ * loaded.
  */
 export const clientLayerForUrl = (url: string): Layer.Layer<SqlClient.SqlClient, unknown> => {
   if (isPostgresUrl(url)) {
@@ -52,7 +79,8 @@ export const clientLayerForUrl = (url: string): Layer.Layer<SqlClient.SqlClient,
   if (isMysqlUrl(url)) {
     return load(MYSQL, async () => (await import("./mysql/client.ts")).clientLayer(url))
   }
-  const filename = url.replace(/^sqlite:(\/\/)?/, "").replace(/^file:/, "")
+  const filename = sqliteFilename(url)
+  if (filename === undefined) return Layer.fail(new UnsupportedDatabaseUrlError({ scheme: unsupportedScheme(url)! }))
   return load(SQLITE, async () => (await import("./sqlite/client.ts")).clientLayer(filename))
 }
 

@@ -3,27 +3,56 @@
  * migrate, drain and resume hosts. Database from `--database-url` or `LEASEHOLD_DATABASE_URL`
  * (`postgres://…`, `mysql://…`, or an SQLite file path; default `./leasehold.db`).
  * Human-readable tables by default, `--json` for scripts. Bad input gets one line on stderr
- * and a non-zero exit code, never a stack trace; so does a database that cannot be reached,
- * except for `worker`, which waits for it (a warning per attempt, backoff up to 30 s).
+ * and a non-zero exit code (2 for a command line that does not parse), never a stack trace; so
+ * does a database that cannot be reached, except for `worker`, which waits for one that may come
+ * back (a warning per attempt, backoff up to 30 s).
  *
- * The commands live in ./commands, the database set-up in ./database.ts, the output in
- * ./format.ts; this file assembles the tree and runs it.
+ * Start-up time matters here: this module and the declarations in ./commands are all that
+ * `--help` and the parser load (@effect/cli and effect by their deep paths); what a command does
+ * (./actions, ./database.ts, the runtime, the drivers) is imported only when it runs.
  */
-import { Command } from "@effect/cli"
-import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as Command from "@effect/cli/Command"
+import * as CommandDescriptor from "@effect/cli/CommandDescriptor"
+import * as ValidationError from "@effect/cli/ValidationError"
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as Path from "@effect/platform/Path"
+import * as Terminal from "@effect/platform/Terminal"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Cause, Effect, Logger, LogLevel, Option } from "effect"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
+import * as Option from "effect/Option"
 import { enqueue } from "./commands/enqueue.ts"
 import { drain, resume, status } from "./commands/hosts.ts"
-import { jobs } from "./commands/jobs.ts"
-import { leases } from "./commands/leases.ts"
-import { migrate } from "./commands/migrate.ts"
+import { jobs, jobsSubcommands } from "./commands/jobs.ts"
+import { leases, leasesSubcommands } from "./commands/leases.ts"
+import { migrate, migrateSubcommands } from "./commands/migrate.ts"
 import { worker } from "./commands/worker.ts"
-import { failureMessage } from "./format.ts"
+import { stripAnsi } from "./colour.ts"
+import { failureMessage, oneLine } from "./format.ts"
+import { textLogger } from "./logging.ts"
+import { CHOICE_OPTIONS, COMMANDS_WITH_JOBS, INTEGER_OPTIONS, JOBS_ENV, VALUE_OPTIONS } from "./options.ts"
+import { cliConsole, takeHeld } from "./terminal.ts"
 
-export { databaseLayer, workerDatabaseLayer } from "./database.ts"
-export { CliError } from "./format.ts"
-export { loadJobs } from "./options.ts"
+/** The CLI's version, as `--version` and the help show it. */
+export const VERSION = "0.1.0"
+
+const nameOf = (command: { readonly descriptor: CommandDescriptor.Command<unknown> }): string =>
+  [...CommandDescriptor.getNames(command.descriptor)][0]!
+
+/** The top-level commands' names, each with its subcommands', in the order of the help. */
+const TREE: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
+  [nameOf(worker), []],
+  [nameOf(enqueue), []],
+  [nameOf(jobs), jobsSubcommands.map(nameOf)],
+  [nameOf(leases), leasesSubcommands.map(nameOf)],
+  [nameOf(migrate), migrateSubcommands.map(nameOf)],
+  [nameOf(drain), []],
+  [nameOf(resume), []],
+  [nameOf(status), []]
+]
 
 /** The whole command tree. */
 export const leasehold = Command.make("leasehold").pipe(
@@ -31,50 +60,222 @@ export const leasehold = Command.make("leasehold").pipe(
   Command.withSubcommands([worker, enqueue, jobs, leases, migrate, drain, resume, status])
 )
 
-const cli = Command.run(leasehold, { name: "leasehold", version: "0.1.0" })
+/**
+ * Every command's path, the root's (`[]`) first, in the order of the help: `["worker"]`, …,
+ * `["jobs"]`, `["jobs", "list"]`, … (the pages of ./helpPages.ts).
+ */
+export const commandPaths = (): ReadonlyArray<ReadonlyArray<string>> => [
+  [],
+  ...TREE.flatMap(([command, subcommands]) => [[command], ...subcommands.map((sub) => [command, sub])])
+]
 
-/** Failures @effect/cli has already printed its own message for (bad commands and options). */
-const CLI_VALIDATION_ERRORS = new Set([
-  "CommandMismatch",
-  "MissingValue",
-  "InvalidValue",
-  "InvalidArgument",
-  "UnclusteredFlag",
-  "MultipleValuesDetected",
-  "CorrectedFlag",
-  "NoBuiltInMatch",
-  "MissingFlag",
-  "MissingSubcommand",
-  "HelpRequested"
-])
+const TOP_LEVEL = new Set(TREE.map(([command]) => command))
 
-const validationTag = (failure: Option.Option<unknown>): string | undefined => {
-  if (Option.isNone(failure)) return undefined
-  const value = failure.value
-  if (typeof value !== "object" || value === null || !("_tag" in value)) return undefined
-  const tag = String((value as { _tag: unknown })._tag)
-  return CLI_VALIDATION_ERRORS.has(tag) ? tag : undefined
+const cli = Command.run(leasehold, { name: "leasehold", version: VERSION })
+
+/** The top-level command `argv` invokes, if any. */
+const commandOf = (argv: ReadonlyArray<string>): string | undefined => argv.find((a) => TOP_LEVEL.has(a))
+
+/**
+ * `argv` with `--jobs $LEASEHOLD_JOBS` added for a command that takes `--jobs` and was not given
+ * it. `--jobs` is declared required (its usage line says so); the environment variable stands in
+ * for it here rather than as an @effect/cli fallback, which would show it as optional.
+ */
+export const withJobsFromEnv = (argv: ReadonlyArray<string>, env = process.env): ReadonlyArray<string> => {
+  const command = commandOf(argv)
+  const module = env[JOBS_ENV]
+  if (command === undefined || !COMMANDS_WITH_JOBS.has(command) || module === undefined || module === "") return argv
+  if (argv.some((a) => a === "--jobs" || a.startsWith("--jobs="))) return argv
+  // Before a `--` (after which everything is an argument), else at the end.
+  const end = argv.indexOf("--")
+  return end === -1 ? [...argv, "--jobs", module] : [...argv.slice(0, end), "--jobs", module, ...argv.slice(end)]
+}
+
+const LOG_LEVELS: Readonly<Record<string, LogLevel.Literal>> = {
+  all: "All",
+  trace: "Trace",
+  debug: "Debug",
+  info: "Info",
+  warning: "Warning",
+  error: "Error",
+  fatal: "Fatal",
+  none: "None"
+}
+
+/**
+ * `--log-level <level>` (or `--log-level=<level>`) taken out of `argv`, wherever it is. It is an
+ * @effect/cli built-in, but one that @effect/cli finds only straight after the command's name
+ * (`worker --log-level debug --jobs …`, not `worker --jobs … --log-level debug`), so the CLI
+ * reads it itself; the help still lists it with the built-ins.
+ */
+export const takeLogLevel = (
+  argv: ReadonlyArray<string>
+): { readonly argv: ReadonlyArray<string>; readonly level?: LogLevel.LogLevel; readonly error?: string } => {
+  const rest: Array<string> = []
+  let value: string | undefined
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!
+    if (arg === "--") {
+      rest.push(...argv.slice(i))
+      break
+    }
+    if (arg === "--log-level") {
+      if (i + 1 >= argv.length) return { argv, error: "--log-level: expected a value" }
+      value = argv[++i]!
+    } else if (arg.startsWith("--log-level=")) value = arg.slice("--log-level=".length)
+    else rest.push(arg)
+  }
+  if (value === undefined) return { argv }
+  const literal = LOG_LEVELS[value.toLowerCase()]
+  return literal === undefined
+    ? { argv, error: `--log-level: expected one of ${Object.keys(LOG_LEVELS).join(", ")}, got '${value}'` }
+    : { argv: rest, level: LogLevel.fromLiteral(literal) }
+}
+
+/** A failure of @effect/cli's own: a command line it could not parse, or a request for help. */
+const isCliValidation = (failure: Option.Option<unknown>): failure is Option.Some<ValidationError.ValidationError> =>
+  Option.isSome(failure) && ValidationError.isValidationError(failure.value)
+
+/** The options among `names` that `argv` gives a value satisfying `test` (`--limit abc` or `--limit=abc`). */
+const optionsGiven = (
+  argv: ReadonlyArray<string>,
+  names: Iterable<string>,
+  test: (name: string, value: string) => boolean
+): ReadonlyArray<string> => {
+  const found = new Set<string>()
+  for (const name of names) {
+    argv.forEach((arg, i) => {
+      const value = arg === name ? argv[i + 1] : arg.startsWith(`${name}=`) ? arg.slice(name.length + 1) : undefined
+      if (value !== undefined && test(name, value)) found.add(name)
+    })
+  }
+  return [...found]
+}
+
+/**
+ * @effect/cli's message for a command line it could not parse (held back by ./terminal.ts), as
+ * one line that names the option it is about.
+ */
+export const usageMessage = (text: string, argv: ReadonlyArray<string>): string => {
+  const message = oneLine(stripAnsi(text))
+  // A value @effect/cli's integer or choice option refused: its message does not say which
+  // option, so it is found on the command line.
+  const notInteger = /^'(.*)' is not a integer$/.exec(message)
+  if (notInteger !== null) {
+    const names = optionsGiven(argv, INTEGER_OPTIONS, (_, value) => value === notInteger[1])
+    return `${names.length > 0 ? `${names.join(", ")}: ` : ""}expected a whole number, got '${notInteger[1]}'`
+  }
+  const notChoice = /^Expected one of the following cases: (.*)$/.exec(message)
+  if (notChoice !== null) {
+    const bad: Array<string> = []
+    const names = optionsGiven(argv, CHOICE_OPTIONS.keys(), (name, value) => {
+      const values = CHOICE_OPTIONS.get(name)!.find((vs) => vs.join(", ") === notChoice[1])
+      if (values === undefined || values.includes(value)) return false
+      bad.push(value)
+      return true
+    })
+    return `${names.length > 0 ? `${names.join(", ")}: ` : ""}expected one of ${notChoice[1]}${
+      bad.length > 0 ? `, got '${bad[0]}'` : ""
+    }`
+  }
+  const missing = /^Expected to find option: '(--[^']+)'/.exec(message)
+  if (missing !== null) {
+    return missing[1] === "--jobs"
+      ? `--jobs: missing (name the job module with --jobs or ${JOBS_ENV})`
+      : `${missing[1]}: missing (this option is required)`
+  }
+  const noValue = /^Expected a value following option: '(--[^']+)'/.exec(message)
+  if (noValue !== null) return `${noValue[1]}: expected a value`
+  const unknown = /^Received unknown argument: '(.*)'$/.exec(message)
+  if (unknown !== null) {
+    const arg = unknown[1]!
+    // A value option given last, with no value, is left over by the parser as "unknown".
+    if (VALUE_OPTIONS.has(arg) && argv.at(-1) === arg) return `${arg}: expected a value`
+    return arg.startsWith("-") ? `unknown option ${arg}` : `unexpected argument '${arg}'`
+  }
+  if (/^Invalid subcommand for /.test(message)) {
+    // The command path the arguments do name, then what follows it.
+    const paths = commandPaths()
+    const known = new Set(paths.map((p) => p.join(" ")))
+    const path: Array<string> = []
+    for (const arg of argv) {
+      if (!known.has([...path, arg].join(" "))) break
+      path.push(arg)
+    }
+    const next = argv[path.length]
+    const children = paths.filter((p) => p.length === path.length + 1 && path.every((name, i) => p[i] === name))
+      .map((p) => p.at(-1)!)
+    if (next !== undefined && next.startsWith("-")) return `unknown option ${next}`
+    if (next !== undefined) {
+      return `unknown command '${next}'${path.length > 0 ? ` for ${path.join(" ")}` : ""}; use one of ${
+        children.join(", ")
+      }`
+    }
+  }
+  return message === "" ? "invalid command line" : message
+}
+
+/**
+ * The services @effect/cli asks for. No option here reads a file, so the file system is
+ * @effect/platform's no-op one (NodeContext would load the whole Node platform for nothing); the
+ * terminal is stdout, and only `--wizard`, the one thing that prompts, gets node's real terminal.
+ */
+const platformLayer = (
+  argv: ReadonlyArray<string>
+): Layer.Layer<FileSystem.FileSystem | Path.Path | Terminal.Terminal> => {
+  const terminal: Layer.Layer<Terminal.Terminal> = argv.includes("--wizard")
+    ? Layer.unwrapEffect(
+      Effect.promise(() => import("@effect/platform-node/NodeTerminal")).pipe(Effect.map((m) => m.layer))
+    )
+    : Layer.succeed(Terminal.Terminal, {
+      columns: Effect.sync(() => process.stdout.columns ?? 80),
+      rows: Effect.sync(() => process.stdout.rows ?? 24),
+      isTTY: Effect.sync(() => process.stdout.isTTY === true),
+      readInput: Effect.dieMessage("leasehold does not prompt (only --wizard does)"),
+      readLine: Effect.dieMessage("leasehold does not prompt (only --wizard does)"),
+      display: (text) => Effect.sync(() => void process.stdout.write(text))
+    })
+  return Layer.mergeAll(FileSystem.layerNoop({}), Path.layer, terminal)
 }
 
 /** Runs the CLI on `argv` (without node and script), printing failures as one line. */
-export const main = (argv: ReadonlyArray<string>) =>
-  cli(["node", "leasehold", ...argv]).pipe(
+export const main = (argv: ReadonlyArray<string>) => {
+  const logLevel = takeLogLevel(argv)
+  if (logLevel.error !== undefined) {
+    const error = logLevel.error
+    return Effect.sync(() => {
+      process.stderr.write(`leasehold: ${error}\n`)
+      process.exitCode = 2
+    })
+  }
+  const args = withJobsFromEnv(logLevel.argv)
+  // The worker reports what it does at info; other commands speak up only for warnings;
+  // --log-level overrides either.
+  const level = logLevel.level ?? (commandOf(args) === "worker" ? LogLevel.Info : LogLevel.Warning)
+  return cli(["node", "leasehold", ...args]).pipe(
     Effect.catchAllCause((cause) => {
       if (Cause.isInterruptedOnly(cause)) return Effect.void
-      const tag = validationTag(Cause.failureOption(cause))
-      // Asking for help is not a failure; a bad command line is a usage error (exit 2).
-      if (tag !== undefined) return Effect.sync(() => void (process.exitCode = tag === "HelpRequested" ? 0 : 2))
+      const failure = Cause.failureOption(cause)
+      if (isCliValidation(failure)) {
+        const held = takeHeld()
+        // Asking for help is not a failure; a bad command line is a usage error (exit 2).
+        if (ValidationError.isHelpRequested(failure.value)) return Effect.sync(() => void (process.exitCode = 0))
+        return Effect.sync(() => {
+          process.stderr.write(`leasehold: ${usageMessage(held, args)}\n`)
+          process.exitCode = 2
+        })
+      }
       return Effect.sync(() => {
         process.stderr.write(`leasehold: ${failureMessage(cause)}\n`)
         process.exitCode = 1
       })
     }),
-    // Logs go to stderr, so --json output on stdout stays parseable; commands other than the
-    // worker only speak up for warnings.
-    Logger.withMinimumLogLevel(LogLevel.Warning),
-    Effect.provide(Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger))),
-    Effect.provide(NodeContext.layer)
+    Logger.withMinimumLogLevel(level),
+    Effect.provide(Logger.replace(Logger.defaultLogger, textLogger)),
+    Effect.provide(platformLayer(args)),
+    Effect.withConsole(cliConsole())
   )
+}
 
 /**
  * Runs the CLI as a process: SIGINT and SIGTERM interrupt it, which closes the worker's scope

@@ -93,7 +93,9 @@ export const isStale = (
   now: number
 ): boolean =>
   row.status === "processing" &&
-  (row.staleAt !== null ? row.staleAt < now : (row.heartbeatAt ?? row.updatedAt) + leaseWindowMs(row.claimTimeout) < now)
+  (row.staleAt !== null
+    ? row.staleAt < now
+    : (row.heartbeatAt ?? row.updatedAt) + leaseWindowMs(row.claimTimeout) < now)
 
 /** What the reaper does to a stale row. */
 export type ReapDecision =

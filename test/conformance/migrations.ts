@@ -166,7 +166,9 @@ export const migrationConformance = (adapter: AdapterName) =>
           // claimed by an old worker: no deadline; one enqueued by an old process, then claimed here
           yield* insertOld(db, tables.jobs, [["old-claim", "processing", 30, null, T0]])
           yield* insertOld(db, tables.jobs, [["old-enqueue", "pending", 3600, null, T0]])
-          yield* db.query(`UPDATE ${db.quote(tables.jobs)} SET attempts = 0, claim_token = NULL WHERE id = 'old-enqueue'`)
+          yield* db.query(
+            `UPDATE ${db.quote(tables.jobs)} SET attempts = 0, claim_token = NULL WHERE id = 'old-enqueue'`
+          )
           const claimed = yield* onStore(db, prefix, (s) =>
             s.claim({
               queues: undefined,

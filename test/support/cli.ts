@@ -1,30 +1,45 @@
 /**
  * The CLI end to end, as a spawned process, on SQLite, PostgreSQL and MariaDB: migrate,
  * enqueue, jobs, leases, drain/resume/status, bad input (one line on stderr, exit ≠ 0, no stack
- * trace), and a worker that finishes its running job when sent SIGTERM. The process is the
- * compiled CLI on plain node (dist/cli/bin.js), as installed; vitest's global setup
- * (test/support/build.ts) builds dist/ first.
+ * trace), and a worker that finishes its running job when sent SIGTERM; then how it behaves
+ * (issue 12, item 6): database URLs, errors and their hints, option errors, colour, help, log
+ * levels, table widths, JSON, and the `--help` pages served without loading the CLI. The process
+ * is the compiled CLI on plain node (dist/cli/bin.js), as installed; vitest's global setup
+ * (test/support/build.ts) builds dist/ first. What does not depend on the database runs once, in
+ * the SQLite file.
  */
 import { execFile, spawn } from "node:child_process"
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { lookup } from "node:dns/promises"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { pathToFileURL } from "node:url"
 import Sqlite from "better-sqlite3"
 import mysql from "mysql2/promise"
 import pg from "pg"
 import { afterAll, describe, expect, it } from "vitest"
 import { migrations } from "../../src/adapters/sql/schema.ts"
+import { stripAnsi } from "../../src/cli/colour.ts"
+import { commandPaths } from "../../src/cli/main.ts"
 import { MYSQL_URL, PG_URL, uniquePrefix } from "./databases.ts"
 
-const BIN = join(import.meta.dirname, "..", "..", "dist", "cli", "bin.js")
+const ROOT = join(import.meta.dirname, "..", "..")
+const BIN = join(ROOT, "dist", "cli", "bin.js")
+const MAIN = pathToFileURL(join(ROOT, "dist", "cli", "main.js")).href
+const HELP_PAGES = join(ROOT, "src", "cli", "helpPages.ts")
 const JOBS = join(import.meta.dirname, "..", "fixtures", "jobs.mjs")
 const TYPESCRIPT_JOBS = join(import.meta.dirname, "..", "fixtures", "typescript-jobs.ts")
+const THROWING_JOBS = join(import.meta.dirname, "..", "fixtures", "throwing-jobs.mjs")
+const FAILING_EFFECT_JOBS = join(import.meta.dirname, "..", "fixtures", "failing-effect-jobs.mjs")
 
 /** A command slower than this is reported (not failed): the machines are shared and noisy. */
 const SLOW_COMMAND_MS = 10_000
 
 const dir = mkdtempSync(join(tmpdir(), "leasehold-cli-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+/** Whether `script` (util-linux) is here to run the CLI on a pseudo-terminal. */
+const hasScript = existsSync("/usr/bin/script")
 
 /**
  * One query on a server database, on a connection of its own: the test asks the database
@@ -51,6 +66,21 @@ const serverQuery = async (
   }
 }
 
+/** `url` with another database name, user or port. */
+const changed = (url: string, change: (u: URL) => void): string => {
+  const u = new URL(url)
+  change(u)
+  return u.href
+}
+
+const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
+
+interface Result {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
 /** The CLI suite against one database; test/cli-*.test.ts run it (as separate files, in parallel). */
 export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
   const target = targetName === "sqlite"
@@ -59,16 +89,32 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
     ? { name: "postgres", url: PG_URL, prefix: uniquePrefix("cli") } as const
     : { name: "mysql", url: MYSQL_URL, prefix: uniquePrefix("cli") } as const
   describe(`leasehold CLI on ${target.name}`, { timeout: 120_000 }, () => {
-    const env = { ...process.env, LEASEHOLD_DATABASE_URL: target.url, LEASEHOLD_JOBS: JOBS }
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      LEASEHOLD_DATABASE_URL: target.url,
+      LEASEHOLD_JOBS: JOBS,
+      NO_COLOR: undefined,
+      FORCE_COLOR: undefined,
+      COLUMNS: undefined,
+      LEASEHOLD_PREFIX: undefined
+    }
     // Asynchronous, so the test worker's event loop stays free while a command runs. A slow
     // command is reported on stderr rather than hidden.
-    const run = (args: ReadonlyArray<string>) =>
-      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const run = (
+      args: ReadonlyArray<string>,
+      options: {
+        readonly env?: NodeJS.ProcessEnv
+        readonly cwd?: string
+        /** What node runs instead of dist/cli/bin.js (node's own options and a script). */
+        readonly script?: ReadonlyArray<string>
+      } = {}
+    ) =>
+      new Promise<Result>((resolve) => {
         const started = Date.now()
         execFile(
           process.execPath,
-          [BIN, ...args],
-          { env, encoding: "utf8", timeout: 60_000 },
+          [...(options.script ?? [BIN]), ...args],
+          { env: { ...env, ...options.env }, cwd: options.cwd, encoding: "utf8", timeout: 60_000 },
           (error, stdout, stderr) => {
             const took = Date.now() - started
             if (took > SLOW_COMMAND_MS) {
@@ -87,22 +133,28 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
       expect(r.code).toBe(0)
       return JSON.parse(r.stdout)
     }
-    const statusOf = async (id: string): Promise<string | undefined> => {
-      const sql = `SELECT status FROM ${target.prefix}jobs WHERE id = '${id}'`
-      if (target.name === "sqlite") {
-        const db = new Sqlite(target.url, { readonly: true })
-        try {
-          return (db.prepare(sql).get() as { status: string } | undefined)?.status
-        } finally {
-          db.close()
-        }
+    const query = async (sql: string): Promise<ReadonlyArray<Record<string, unknown>>> => {
+      if (target.name !== "sqlite") return serverQuery(target.name, sql)
+      const db = new Sqlite(target.url)
+      try {
+        const statement = db.prepare(sql)
+        return statement.reader ? statement.all() as Array<Record<string, unknown>> : (statement.run(), [])
+      } finally {
+        db.close()
       }
-      return (await serverQuery(target.name, sql))[0]?.status as string | undefined
     }
+    const statusOf = async (id: string): Promise<string | undefined> =>
+      (await query(`SELECT status FROM ${target.prefix}jobs WHERE id = '${id}'`))[0]?.status as string | undefined
     const failsCleanly = (r: { code: number | null; stderr: string }, pattern: RegExp) => {
       expect(r.code).not.toBe(0)
       expect(r.stderr).toMatch(pattern)
       expect(r.stderr).not.toMatch(/\n\s+at /)
+    }
+    /** Exactly one line on stderr, `leasehold: ` and a message matching `pattern`, nothing on stdout. */
+    const oneLine = (r: Result, code: number, pattern: RegExp) => {
+      expect({ code: r.code, stdout: r.stdout }).toEqual({ code, stdout: "" })
+      expect(r.stderr).toMatch(/^leasehold: [^\n]*\n$/)
+      expect(r.stderr).toMatch(pattern)
     }
 
     // The server databases are shared: drop the tables under this run's prefix (the SQLite
@@ -122,10 +174,11 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
     it("migrate applies once; status reports applied, pending and the lock", async () => {
       const first = await json("migrate")
       expect(first.applied.map((m: { id: number }) => m.id)).toEqual(migrations.map((m) => m.id))
+      for (const m of first.applied) expect(m.appliedAt).toMatch(ISO)
       expect((await json("migrate")).applied).toEqual([])
       const status = await json("migrate", "status")
       expect(status.pending).toEqual([])
-      expect(status.lock.held).toBe(false)
+      expect(status.lock).toMatchObject({ held: false, acquiredAt: null, expiresAt: null })
       expect((await cli("migrate", "status")).stdout).toContain("lock: free")
     })
 
@@ -138,7 +191,11 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
       })
       const listed = await json("jobs", "list", "--status", "pending")
       expect(listed.map((r: { id: string }) => r.id)).toContain(a.id)
-      expect(JSON.parse(listed.find((r: { id: string }) => r.id === a.id).payload)).toEqual({ name: "it's; -- ü" })
+      const row = listed.find((r: { id: string }) => r.id === a.id)
+      expect(JSON.parse(row.payload)).toEqual({ name: "it's; -- ü" })
+      // JSON times are ISO-8601, absent ones null
+      expect(row).toMatchObject({ runAt: expect.stringMatching(ISO), createdAt: expect.stringMatching(ISO) })
+      expect(row.completedAt).toBeNull()
       expect(await json("jobs", "stats")).toContainEqual({ queue: "default", status: "pending", count: 1 })
       expect((await cli("jobs", "list")).stdout).toMatch(/id\s+name\s+queue\s+status/)
     })
@@ -162,6 +219,82 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
       expect((await json("jobs", "stats")).reduce((n: number, c: { count: number }) => n + c.count, 0)).toBe(1)
     })
 
+    it("the migrate hint follows a missing table only, never a missing database, a refused login or connection", async () => {
+      // a missing table: the schema under this prefix was never migrated
+      oneLine(
+        await run(["jobs", "stats", "--prefix", `${target.prefix}none_`]),
+        1,
+        /(no such table|relation ".*" does not exist|Table '.*' doesn't exist).* \(run `leasehold migrate` first\?\)\n$/
+      )
+      const noHint = (r: Result, pattern: RegExp) => {
+        oneLine(r, 1, pattern)
+        expect(r.stderr).not.toContain("leasehold migrate")
+      }
+      noHint(
+        await run(["jobs", "stats", "--database-url", changed(PG_URL, (u) => void (u.port = "1"))]),
+        /cannot connect to the database .*ECONNREFUSED/
+      )
+      if (target.name === "sqlite") return
+      const url = (change: (u: URL) => void) => changed(target.url, change)
+      const noDatabase = url((u) => void (u.pathname = "/nosuchdb"))
+      noHint(
+        await run(["jobs", "stats", "--database-url", noDatabase]),
+        /cannot connect to the database .*(database "nosuchdb" does not exist|Unknown database 'nosuchdb')/
+      )
+      // PostgreSQL here trusts local connections (any password): an unknown role is its refusal.
+      const badLogin = target.name === "postgres"
+        ? url((u) => void (u.username = "nosuchuser"))
+        : url((u) => void (u.password = "wrong"))
+      noHint(
+        await run(["jobs", "stats", "--database-url", badLogin]),
+        /cannot connect to the database .*(role "nosuchuser" does not exist|Access denied)/
+      )
+    })
+
+    it.runIf(target.name !== "sqlite")(
+      "worker: no such database, a refused login or an unknown host fail at once with one line; a refused connection is waited for",
+      async () => {
+        const url = (change: (u: URL) => void) => changed(target.url, change)
+        const worker = (databaseUrl: string) =>
+          run(["worker", "--database-url", databaseUrl, "--prefix", target.prefix, "--host", "w-permanent"])
+        const permanent = [
+          url((u) => void (u.pathname = "/nosuchdb")),
+          target.name === "postgres"
+            ? url((u) => void (u.username = "nosuchuser"))
+            : url((u) => void (u.password = "wrong"))
+        ]
+        // Only where the resolver says "no such host" (ENOTFOUND); without a resolver it is
+        // EAI_AGAIN, which may heal and is waited for.
+        const host = await lookup("nosuchhost.invalid").then(() => "resolves", (e: { code?: string }) => e.code)
+        if (host === "ENOTFOUND") permanent.push(url((u) => void (u.hostname = "nosuchhost.invalid")))
+        for (const databaseUrl of permanent) {
+          const r = await worker(databaseUrl)
+          oneLine(r, 1, /^leasehold: cannot connect to the database \(/)
+          expect(r.stderr).not.toMatch(/retrying|attempt/)
+        }
+        // A refused connection can heal (a server restarting): logged and retried until stopped.
+        const child = spawn(process.execPath, [
+          BIN,
+          "worker",
+          "--database-url",
+          url((u) => void (u.port = "1")),
+          "--prefix",
+          target.prefix
+        ], { env })
+        let stderr = ""
+        child.stderr.on("data", (d) => (stderr += String(d)))
+        const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()))
+        for (let i = 0; i < 300 && !/attempt 2: .*retrying in/.test(stderr); i++) {
+          await new Promise((r) => setTimeout(r, 100))
+        }
+        expect(child.exitCode).toBeNull()
+        expect(stderr).toMatch(/cannot connect to the database .*attempt 1: .*ECONNREFUSED.*; retrying in/)
+        child.kill("SIGTERM")
+        await exited
+      },
+      60_000
+    )
+
     it("worker runs jobs; SIGTERM lets the running job finish within the grace period", async () => {
       const dead = await json("enqueue", "Broken", "{}")
       const release = join(dir, `release-${target.name}`)
@@ -176,7 +309,11 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
         "--grace-period",
         "20 seconds",
         "--host",
-        "cli-worker"
+        "cli-worker",
+        "--host-cap",
+        "5",
+        // JSON log lines (item 9)
+        "--json"
       ], { env })
       let stderr = ""
       child.stderr.on("data", (d) => (stderr += String(d)))
@@ -186,10 +323,21 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
         await new Promise((r) => setTimeout(r, 100))
       }
       expect(await statusOf(slow.id)).toBe("processing")
-      expect((await json("leases", "list")).map((l: { name: string; host: string }) => [l.name, l.host])).toEqual([[
-        "key:slow",
-        "cli-worker"
-      ]])
+      const leases = await json("leases", "list")
+      expect(leases.map((l: { name: string; host: string }) => [l.name, l.host])).toEqual([["key:slow", "cli-worker"]])
+      expect(leases[0]).toMatchObject({ acquiredAt: expect.stringMatching(ISO), expiresAt: expect.stringMatching(ISO) })
+      // status --json: numbers, null and ISO-8601 times (item 11)
+      const status = await json("status")
+      expect(status.hosts.find((h: { host: string }) => h.host === "cli-worker")).toEqual({
+        host: "cli-worker",
+        running: 1,
+        cap: 5,
+        draining: false,
+        drainUntil: null,
+        lastSeenAt: expect.stringMatching(ISO),
+        startedAt: expect.stringMatching(ISO),
+        version: null
+      })
       failsCleanly(await cli("leases", "clear", "key:slow"), /is live .*use --force/)
       child.kill("SIGTERM")
       // the worker stops claiming but lets the running job finish: release it
@@ -198,8 +346,14 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
       writeFileSync(release, "")
       expect(await exited).toBe(0)
       expect(stderr).not.toMatch(/\n\s+at /)
+      // --json: every log line is a JSON object, the banner one of them
+      const lines = stderr.trim().split("\n").map((line) => JSON.parse(line) as { message: string })
+      expect(lines.map((l) => l.message)).toContain("worker started")
       const rows = await json("jobs", "list", "--limit", "100")
-      expect(rows.find((r: { id: string }) => r.id === slow.id).status).toBe("completed")
+      expect(rows.find((r: { id: string }) => r.id === slow.id)).toMatchObject({
+        status: "completed",
+        completedAt: expect.stringMatching(ISO)
+      })
       expect(rows.find((r: { id: string }) => r.id === dead.id)).toMatchObject({
         status: "failed",
         lastError: expect.stringContaining("broken on purpose")
@@ -210,14 +364,353 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
       expect(await json("jobs", "purge", "--older-than", "0")).toEqual({ purged: expect.any(Number) })
     }, 180_000)
 
-    it("drain, resume and status", async () => {
+    it("drain, resume and status: JSON with booleans, null and ISO-8601 times; the table stays friendly", async () => {
       await json("drain", "--host", "h1", "--expires-in", "1 hour")
-      const status = await json("status")
-      expect(status.hosts.find((h: { host: string }) => h.host === "h1").draining).toMatch(/^until /)
+      const h1 = (await json("status")).hosts.find((h: { host: string }) => h.host === "h1")
+      expect(h1).toMatchObject({ draining: true, drainUntil: expect.stringMatching(ISO), cap: null, running: 0 })
+      expect(h1.lastSeenAt).toMatch(ISO)
       await json("resume", "--host", "h1")
-      expect((await json("status")).hosts.find((h: { host: string }) => h.host === "h1").draining).toBe("no")
-      expect((await cli("status")).stdout).toMatch(/host\s+running\s+cap\s+draining/)
+      expect((await json("status")).hosts.find((h: { host: string }) => h.host === "h1")).toMatchObject({
+        draining: false,
+        drainUntil: null
+      })
+      const table = (await cli("status")).stdout
+      expect(table).toMatch(/host\s+running\s+cap\s+draining\s+lastSeen/)
+      expect(table).toMatch(/^h1\s+0\s+-\s+no\s+\d+s ago/m)
     })
+
+    it("migrate unlock refuses a live lock once: one line on stderr, nothing on stdout", async () => {
+      const now = Date.now()
+      await query(
+        `INSERT INTO ${target.prefix}migration_locks (lockname, lockowner, lockhost, acquiredat, expiresat) ` +
+          `VALUES ('migrate', 'other-run', 'elsewhere', ${now}, ${now + 600_000})`
+      )
+      const status = await json("migrate", "status")
+      expect(status.lock).toMatchObject({
+        held: true,
+        owner: "other-run",
+        acquiredAt: new Date(now).toISOString(),
+        expiresAt: new Date(now + 600_000).toISOString(),
+        expiresInMs: expect.any(Number)
+      })
+      for (const args of [["migrate", "unlock"], ["migrate", "unlock", "--json"]]) {
+        oneLine(
+          await cli(...args),
+          1,
+          /^leasehold: the migration lock is live \(held by other-run on elsewhere\); not removed \(use --force\)\n$/
+        )
+      }
+      // forced: removed, with the migrator's warning (a log line on stderr)
+      const forced = await cli("migrate", "unlock", "--force", "--json")
+      expect(forced.code).toBe(0)
+      expect(JSON.parse(forced.stdout)).toMatchObject({ removed: true, lock: { owner: "other-run" } })
+      expect(forced.stderr).toMatch(
+        /^timestamp=\S+ level=WARN .*removed the migration lock held by other-run on elsewhere/
+      )
+      expect((await cli("migrate", "unlock")).stdout).toBe("migration lock is free\n")
+    })
+
+    it("tables fit the terminal (COLUMNS, or a terminal's width), cutting long cells with …; piped output is not cut", async () => {
+      const queue = `q${"x".repeat(70)}`
+      const r = await json("enqueue", "Greet", JSON.stringify({ name: "wide" }), "--queue", queue)
+      const piped = (await cli("jobs", "list", "--queue", queue)).stdout
+      expect(piped).toContain(queue)
+      expect(piped).not.toContain("…")
+      const columns = async (n: number) => {
+        const listed = await run(["jobs", "list", "--queue", queue, "--prefix", target.prefix], {
+          env: { COLUMNS: String(n) }
+        })
+        const lines = listed.stdout.trimEnd().split("\n")
+        expect(lines).toHaveLength(3)
+        for (const line of lines) expect(line.length).toBeLessThanOrEqual(n)
+        expect(lines[2]).toContain("…")
+        return lines[2]!
+      }
+      await columns(80)
+      // wide enough for the whole id, which gives way last; the queue is cut
+      expect(await columns(120)).toMatch(new RegExp(`^${r.id}  Greet  qx+…  pending `))
+      if (hasScript && target.name === "sqlite") {
+        // on a terminal 100 columns wide, with no COLUMNS
+        const shell =
+          `stty cols 100 rows 20; exec '${process.execPath}' '${BIN}' jobs list --queue ${queue} --prefix ${target.prefix}`
+        const tty = await new Promise<string>((resolve) =>
+          execFile("script", ["-qec", shell, "/dev/null"], { env, encoding: "utf8" }, (_e, stdout) => resolve(stdout))
+        )
+        const ttyLines = stripAnsi(tty).replace(/\r/g, "").trimEnd().split("\n")
+        expect(ttyLines).toHaveLength(3)
+        for (const line of ttyLines) expect(line.length).toBeLessThanOrEqual(100)
+      }
+      await json("jobs", "purge", "--older-than", "0", "--status", "completed")
+      await query(`DELETE FROM ${target.prefix}jobs WHERE queue = '${queue}'`)
+    })
+
+    // What follows does not depend on the database: once, in the SQLite file.
+
+    it.runIf(target.name === "sqlite")(
+      "a URL with an unknown scheme is refused with the accepted ones named, and creates nothing",
+      async () => {
+        const cwd = join(dir, "scheme")
+        mkdirSync(cwd)
+        for (const args of [["jobs", "stats"], ["migrate"], ["enqueue", "Greet", "{\"name\":\"x\"}"], ["worker"]]) {
+          const r = await run([...args, "--database-url", "postgress://me:secret@db.example/app"], { cwd })
+          oneLine(
+            r,
+            1,
+            /^leasehold: --database-url: unknown scheme "postgress:\/\/" in postgress:\/\/me:\*\*\*@db\.example\/app; use postgres:\/\/, postgresql:\/\/, mysql:\/\/, mariadb:\/\/, sqlite:, file:, or a plain file path\n$/
+          )
+        }
+        expect(readdirSync(cwd)).toEqual([])
+      }
+    )
+
+    it.runIf(target.name === "sqlite")(
+      "a read-only command on a missing SQLite file says so and creates nothing; migrate creates it",
+      async () => {
+        const missing = join(dir, "missing", "nope.db")
+        mkdirSync(join(dir, "missing"))
+        const commands = [
+          ["jobs", "list"],
+          ["jobs", "stats"],
+          ["jobs", "retry", "00000000-0000-0000-0000-000000000000"],
+          ["jobs", "purge"],
+          ["leases", "list"],
+          ["leases", "clear", "x"],
+          ["status"],
+          ["drain", "--host", "h"],
+          ["resume", "--host", "h"],
+          ["migrate", "status"],
+          ["migrate", "unlock"]
+        ]
+        for (const args of commands) {
+          oneLine(
+            await run(args, { env: { LEASEHOLD_DATABASE_URL: missing } }),
+            1,
+            /^leasehold: the SQLite database file .*nope\.db does not exist \(check --database-url or LEASEHOLD_DATABASE_URL; `leasehold migrate` creates it\)\n$/
+          )
+          expect(existsSync(missing)).toBe(false)
+        }
+        // a file that exists but was never migrated: the hint
+        oneLine(
+          await run(["enqueue", "Greet", "{\"name\":\"x\"}"], { env: { LEASEHOLD_DATABASE_URL: missing } }),
+          1,
+          /no such table: leasehold_jobs \(run `leasehold migrate` first\?\)\n$/
+        )
+        rmSync(missing)
+        const migrated = await run(["migrate", "--json"], { env: { LEASEHOLD_DATABASE_URL: missing } })
+        expect(migrated.code).toBe(0)
+        expect(existsSync(missing)).toBe(true)
+        // LEASEHOLD_PREFIX stands in for --prefix
+        const stats = await run(["jobs", "stats", "--json"], {
+          env: { LEASEHOLD_DATABASE_URL: missing, LEASEHOLD_PREFIX: "other_" }
+        })
+        expect(stats.stderr).toMatch(/no such table: other_jobs/)
+      }
+    )
+
+    it.runIf(target.name === "sqlite")("every option error names the option, in one line, exit 2", async () => {
+      const cases: ReadonlyArray<readonly [ReadonlyArray<string>, string]> = [
+        [["jobs", "list", "--limit", "abc"], "--limit: expected a whole number, got 'abc'"],
+        [["jobs", "list", "--limit=1.5"], "--limit: expected a whole number, got '1.5'"],
+        [["jobs", "list", "--limit", "-1"], "--limit: must be at least 0, got -1"],
+        [["jobs", "list", "--limit"], "--limit: expected a value"],
+        [
+          ["jobs", "list", "--status", "nope"],
+          "--status: expected one of pending, processing, completed, failed, interrupted, got 'nope'"
+        ],
+        [
+          ["jobs", "purge", "--status", "pending"],
+          "--status: expected one of completed, failed, interrupted, got 'pending'"
+        ],
+        [
+          ["jobs", "purge", "--older-than", "soon"],
+          "--older-than: not a duration: \"soon\" (try \"30 seconds\", \"7 days\")"
+        ],
+        [["worker", "--concurrency", "0"], "--concurrency: must be at least 1, got 0"],
+        [["worker", "--host-cap", "x"], "--host-cap: expected a whole number, got 'x'"],
+        [["worker", "--poll-interval", "0"], "--poll-interval: must be above zero: \"0\""],
+        [["enqueue", "Greet", "--priority", "high"], "--priority: expected a whole number, got 'high'"],
+        [["enqueue", "Greet", "--delay", "-5"], "--delay: must not be negative or NaN: \"-5\""],
+        [["drain"], "--host: missing (this option is required)"],
+        [
+          ["jobs", "list", "--log-level", "loud"],
+          "--log-level: expected one of all, trace, debug, info, warning, error, fatal, none, got 'loud'"
+        ],
+        [["jobs", "list", "--frob"], "unknown option --frob"]
+      ]
+      for (const [args, message] of cases) {
+        const r = await run(args)
+        expect({ args, code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({
+          args,
+          code: 2,
+          stdout: "",
+          stderr: `leasehold: ${message}\n`
+        })
+      }
+      const noJobs = await run(["enqueue", "Greet"], { env: { LEASEHOLD_JOBS: undefined } })
+      expect(noJobs.stderr).toBe("leasehold: --jobs: missing (name the job module with --jobs or LEASEHOLD_JOBS)\n")
+    })
+
+    it.runIf(target.name === "sqlite")(
+      "a job module that throws as it is imported: one line naming it, exit 1",
+      async () => {
+        for (const command of ["enqueue", "worker"]) {
+          const args = command === "enqueue" ? ["enqueue", "Greet"] : ["worker"]
+          oneLine(
+            await run([...args, "--jobs", THROWING_JOBS]),
+            1,
+            /^leasehold: cannot load job module .*throwing-jobs\.mjs: cannot read config\/jobs\.json\n$/
+          )
+          const r = await run([...args, "--jobs", FAILING_EFFECT_JOBS])
+          oneLine(r, 1, /^leasehold: cannot load job module .*failing-effect-jobs\.mjs: MissingSecret\n$/)
+          expect(r.stderr).not.toMatch(/FiberFailure|\bat /)
+        }
+        oneLine(await run(["enqueue", "Greet", "--jobs", join(dir, "nope.mjs")]), 1, /job module .*nope\.mjs not found/)
+      }
+    )
+
+    it.runIf(target.name === "sqlite")(
+      "colour only on a terminal, never with NO_COLOR, always with FORCE_COLOR",
+      async () => {
+        const ESC = "\u001b["
+        const piped = await run(["--help"])
+        expect(piped.stdout).toContain("USAGE")
+        expect(piped.stdout).not.toContain(ESC)
+        expect((await run(["--help"], { env: { FORCE_COLOR: "1" } })).stdout).toContain(ESC)
+        expect((await run(["jobs", "list", "--help"], { env: { FORCE_COLOR: "1" } })).stdout).toContain(ESC)
+        expect((await run(["--frob"], { env: { FORCE_COLOR: "1" } })).stderr).toBe("leasehold: unknown option --frob\n")
+        if (!hasScript) return
+        const onTerminal = (extra: string) =>
+          new Promise<string>((resolve) =>
+            execFile(
+              "script",
+              ["-qec", `${extra} exec '${process.execPath}' '${BIN}' jobs stats --help`, "/dev/null"],
+              { env: { ...env, TERM: "xterm" }, encoding: "utf8" },
+              (_e, stdout) => resolve(stdout)
+            )
+          )
+        expect(await onTerminal("")).toContain(ESC)
+        expect(await onTerminal("NO_COLOR=1")).not.toContain(ESC)
+      }
+    )
+
+    it.runIf(target.name === "sqlite")(
+      "help: truthful usage lines, each option's default and environment variable",
+      async () => {
+        const worker = (await run(["worker", "--help"])).stdout
+        const usage = worker.split("\n").find((l) => l.startsWith("$ worker"))!
+        expect(usage).toMatch(/ --jobs module /)
+        expect(usage).not.toContain("[--jobs")
+        expect(usage).toContain("[--queue queue...]")
+        expect(usage).toContain("[--concurrency integer]")
+        for (
+          const text of [
+            "Default: ./leasehold.db. Environment variable: LEASEHOLD_DATABASE_URL.",
+            "Default: leasehold_. Environment variable: LEASEHOLD_PREFIX.",
+            "Environment variable: LEASEHOLD_JOBS.",
+            "Default: 4.",
+            "Default: 0.",
+            "Default: 1 second.",
+            "Default: 30 seconds.",
+            "Default: every queue."
+          ]
+        ) expect(worker.replace(/\s+/g, " ")).toContain(text)
+        const enqueue = (await run(["enqueue", "--help"])).stdout
+        expect(enqueue.split("\n").find((l) => l.startsWith("$ enqueue"))).toMatch(
+          /--jobs module \[--queue queue\] .*<job> \[<payload-json>\]/
+        )
+        const list = (await run(["jobs", "list", "--help"])).stdout.replace(/\s+/g, " ")
+        expect(list).toContain("At most this many jobs. Default: 50.")
+        const purge = (await run(["jobs", "purge", "--help"])).stdout.replace(/\s+/g, " ")
+        expect(purge).toContain("Default: completed.")
+        expect(purge).toContain("Default: 7 days.")
+      }
+    )
+
+    it.runIf(target.name === "sqlite")(
+      "--log-level works for the worker, wherever it is on the command line",
+      async () => {
+        const quietJob = await json("enqueue", "Greet", JSON.stringify({ name: "quiet" }))
+        const work = (extra: ReadonlyArray<string>) =>
+          new Promise<string>((resolve) => {
+            const child = spawn(process.execPath, [
+              BIN,
+              "worker",
+              "--prefix",
+              target.prefix,
+              "--poll-interval",
+              "100 millis",
+              ...extra
+            ], { env })
+            let stderr = ""
+            child.stderr.on("data", (d) => {
+              stderr += String(d)
+              if (/hello loud|Ctrl-C to stop/.test(stderr) && extra.length === 0) child.kill("SIGTERM")
+            })
+            child.on("exit", () => resolve(stderr))
+            setTimeout(() => child.kill("SIGTERM"), 4000)
+          })
+        const quiet = await work(["--log-level", "error"])
+        expect(quiet).toBe("")
+        expect(await statusOf(quietJob.id)).toBe("completed")
+        await json("enqueue", "Greet", JSON.stringify({ name: "loud" }))
+        const loud = await work([])
+        expect(loud).toMatch(/level=INFO/)
+        expect(loud).toContain("Ctrl-C to stop")
+      }
+    )
+
+    // The `--help` pages bin.js serves without loading @effect/cli are the live CLI's own
+    // output: this regenerates them and compares (`npx vitest run test/cli-sqlite.test.ts -u`
+    // rewrites src/cli/helpPages.ts; without -u a difference fails the test), then checks that
+    // what bin.js prints, in colour or not, is what the live CLI prints. After -u rewrote the
+    // file, run once more: dist/ (which bin.js runs) is built before the tests.
+    it.runIf(target.name === "sqlite")("the --help pages are the live CLI's output, in colour or not", async () => {
+      const paths = commandPaths()
+      expect(paths.map((p) => p.join(" "))).toEqual(expect.arrayContaining(["", "worker", "jobs", "jobs list"]))
+      // The live CLI: dist/cli/main.js's run, without bin.js and its pages.
+      const live = (args: ReadonlyArray<string>, extra: NodeJS.ProcessEnv) =>
+        run(args, {
+          env: extra,
+          script: [
+            "--input-type=module",
+            "-e",
+            `(await import(${JSON.stringify(MAIN)})).run(process.argv.slice(1))`,
+            "--"
+          ]
+        })
+      const pages: Record<string, string> = {}
+      // two at a time: the machines have two cores
+      for (let i = 0; i < paths.length; i += 2) {
+        await Promise.all(
+          paths.slice(i, i + 2).map(async (path) => {
+            const r = await live([...path, "--help"], { FORCE_COLOR: "1" })
+            expect(r.code).toBe(0)
+            pages[path.join(" ")] = r.stdout
+          })
+        )
+      }
+      const ordered = Object.fromEntries(paths.map((p) => [p.join(" "), pages[p.join(" ")]!]))
+      // As dprint formats it (npm run lint passes on the file as written).
+      const source = [
+        "/**",
+        " * The `--help` page of every command, as the live CLI prints it in colour (src/cli/bin.ts serves",
+        " * them). Generated by the CLI tests (test/support/cli.ts); do not edit.",
+        " */",
+        "export const HELP_PAGES: Readonly<Record<string, string>> = {",
+        Object.entries(ordered).map(([path, page]) => `  ${JSON.stringify(path)}:\n    ${JSON.stringify(page)}`).join(
+          ",\n"
+        ),
+        "}",
+        ""
+      ].join("\n")
+      await expect(source).toMatchFileSnapshot(HELP_PAGES)
+      for (const path of paths) {
+        const page = ordered[path.join(" ")]!
+        expect((await run([...path, "--help"], { env: { FORCE_COLOR: "1" } })).stdout).toBe(page)
+        expect((await run([...path, "-h"])).stdout).toBe(stripAnsi(page))
+      }
+      expect((await live(["jobs", "--help"], {})).stdout).toBe(stripAnsi(ordered["jobs"]!))
+    }, 180_000)
 
     // Once (the database plays no part): the plain-node CLI registers tsx for a TypeScript job
     // module, and the module's "leasehold" is the CLI's own (the fixture checks). Last, so no

@@ -1,90 +1,54 @@
-/** `leasehold jobs list | stats | retry <id> | purge`: inspecting and repairing job rows. */
-import { Args, Command, Options } from "@effect/cli"
-import { Clock, Duration, Effect, Option } from "effect"
-import { JobStore } from "../../ports/JobStore.ts"
-import { JOB_STATUSES, type JobStatus } from "../../core/jobs.ts"
-import { withStore } from "../database.ts"
-import { CliError, iso, print, table } from "../format.ts"
-import { common, durationFlag } from "../options.ts"
+/** `leasehold jobs list | stats | retry <id> | purge`: inspecting and repairing job rows (../actions/jobs.ts). */
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import { JOB_STATUSES } from "../../core/jobs.ts"
+import * as opt from "../options.ts"
+import { action } from "./action.ts"
+
+const load = () => import("../actions/jobs.ts")
 
 const jobsList = Command.make(
   "list",
   {
-    ...common,
-    status: Options.choice("status", JOB_STATUSES).pipe(Options.optional),
-    queue: Options.text("queue").pipe(Options.optional),
-    name: Options.text("name").pipe(Options.optional),
-    limit: Options.integer("limit").pipe(Options.withDefault(50))
+    ...opt.common,
+    status: opt.choice("status", JOB_STATUSES, "Only jobs in this status.").pipe(Options.optional),
+    queue: opt.text("queue", "queue", "Only jobs in this queue.").pipe(Options.optional),
+    name: opt.text("name", "job", "Only jobs of this type.").pipe(Options.optional),
+    limit: opt.integer("limit", 0, "At most this many jobs.", { default: "50" }).pipe(Options.withDefault(50))
   },
-  (c) =>
-    withStore(
-      c,
-      Effect.gen(function*() {
-        if (c.limit < 0) return yield* new CliError({ message: "--limit must not be negative" })
-        const rows = yield* (yield* JobStore).list({
-          status: Option.getOrUndefined(c.status) as JobStatus | undefined,
-          queue: Option.getOrUndefined(c.queue),
-          name: Option.getOrUndefined(c.name),
-          limit: c.limit
-        })
-        yield* print(c, rows, () =>
-          table(
-            rows.map((r) => ({ ...r, runAt: iso(r.runAt), lastError: r.lastError?.slice(0, 60) ?? null })),
-            ["id", "name", "queue", "status", "attempts", "priority", "runAt", "claimedBy", "lastError"]
-          ))
-      })
-    )
+  action(load, (m) => m.list)
+).pipe(Command.withDescription("List jobs, newest first."))
+
+const jobsStats = Command.make("stats", opt.common, action(load, (m) => m.stats)).pipe(
+  Command.withDescription("Count jobs per queue and status.")
 )
 
-const jobsStats = Command.make("stats", common, (c) =>
-  withStore(
-    c,
-    Effect.gen(function*() {
-      const counts = yield* (yield* JobStore).counts
-      yield* print(c, counts, () => table(counts, ["queue", "status", "count"]))
-    })
-  ))
-
-// Only a dead job (failed or interrupted) goes back to pending; anything else is an error line.
 const jobsRetry = Command.make(
   "retry",
-  { ...common, id: Args.text({ name: "job-id" }) },
-  (c) =>
-    withStore(
-      c,
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const ok = yield* (yield* JobStore).retryDead(c.id, now)
-        if (!ok) return yield* new CliError({ message: `no failed or interrupted job with id ${c.id}` })
-        yield* print(c, { id: c.id, status: "pending" }, () => `job ${c.id} is pending again`)
-      })
-    )
-)
+  { ...opt.common, id: Args.text({ name: "job-id" }).pipe(Args.withDescription("The job's id.")) },
+  action(load, (m) => m.retry)
+).pipe(Command.withDescription("Put a failed or interrupted job back to pending."))
 
 const jobsPurge = Command.make(
   "purge",
   {
-    ...common,
-    status: Options.choice("status", ["completed", "failed", "interrupted"] as const).pipe(
-      Options.withDefault("completed" as const)
-    ),
-    olderThan: Options.text("older-than").pipe(Options.withDefault("7 days"))
+    ...opt.common,
+    status: opt.choice("status", ["completed", "failed", "interrupted"] as const, "Which finished jobs to delete.", {
+      default: "completed"
+    }).pipe(Options.withDefault("completed" as const)),
+    olderThan: opt.duration("older-than", "Delete only jobs that finished longer ago than this.", {
+      default: "7 days"
+    })
   },
-  (c) =>
-    withStore(
-      c,
-      Effect.gen(function*() {
-        const age = yield* durationFlag("older-than", c.olderThan)
-        const now = yield* Clock.currentTimeMillis
-        const n = yield* (yield* JobStore).purge(c.status, now - age)
-        yield* print(
-          c,
-          { purged: n },
-          () => `purged ${n} ${c.status} job(s) older than ${Duration.format(Duration.millis(age))}`
-        )
-      })
-    )
-)
+  action(load, (m) => m.purge)
+).pipe(Command.withDescription("Delete finished jobs of one status."))
+
+/** The subcommands of `jobs`. */
+export const jobsSubcommands = [jobsList, jobsStats, jobsRetry, jobsPurge] as const
 
 /** `jobs` and its subcommands. */
-export const jobs = Command.make("jobs").pipe(Command.withSubcommands([jobsList, jobsStats, jobsRetry, jobsPurge]))
+export const jobs = Command.make("jobs").pipe(
+  Command.withDescription("Inspect and repair jobs."),
+  Command.withSubcommands(jobsSubcommands)
+)

@@ -1,71 +1,28 @@
 /**
  * `leasehold migrate`, `migrate status`, `migrate unlock [--force]`: the project's own schema
- * migrations and their lock (docs/behaviour.md §10).
+ * migrations and their lock (docs/behaviour.md §10; ../actions/migrate.ts).
  */
-import { Command, Options } from "@effect/cli"
-import { Effect } from "effect"
-import * as Migrator from "../../runtime/migrate.ts"
-import { withStore } from "../database.ts"
-import { CliError, inHuman, print } from "../format.ts"
-import { common } from "../options.ts"
+import * as Command from "@effect/cli/Command"
+import * as opt from "../options.ts"
+import { action } from "./action.ts"
 
-const migrateRun = Command.make("migrate", common, (c) =>
-  withStore(
-    c,
-    Effect.gen(function*() {
-      const migrator = yield* Migrator.make({ prefix: c.prefix })
-      const result = yield* migrator.run
-      yield* print(c, result, () =>
-        result.applied.length === 0
-          ? "nothing to apply: the schema is up to date"
-          : `applied ${result.applied.map((m) => `${m.id} (${m.name})`).join(", ")}`)
-    })
-  ))
+const load = () => import("../actions/migrate.ts")
 
-const migrateStatus = Command.make("status", common, (c) =>
-  withStore(
-    c,
-    Effect.gen(function*() {
-      const migrator = yield* Migrator.make({ prefix: c.prefix })
-      const status = yield* migrator.status
-      yield* print(c, status, () => {
-        const lock = status.lock
-        const lockLine = lock.owner === null
-          ? "lock: free"
-          : `lock: ${lock.held ? "held" : "expired"} by ${lock.owner} on ${lock.host ?? "?"}, held for ${
-            inHuman(lock.heldForMs ?? 0)
-          }, ${lock.held ? `expires in ${inHuman(lock.expiresInMs ?? 0)}` : inHuman(lock.expiresInMs ?? 0)}`
-        return [
-          `applied: ${status.applied.map((m) => m.id).join(", ") || "none"}`,
-          `pending: ${status.pending.map((m) => `${m.id} (${m.name})`).join(", ") || "none"}`,
-          lockLine
-        ].join("\n")
-      })
-    })
-  ))
-
-// A live lock belongs to a migration in progress: removing it is refused (exit 1) unless forced.
-const migrateUnlock = Command.make(
-  "unlock",
-  { ...common, force: Options.boolean("force") },
-  (c) =>
-    withStore(
-      c,
-      Effect.gen(function*() {
-        const migrator = yield* Migrator.make({ prefix: c.prefix })
-        const result = yield* migrator.unlock({ force: c.force })
-        yield* print(c, result, () =>
-          result.removed
-            ? "migration lock removed"
-            : result.lock.owner === null
-            ? "migration lock is free"
-            : "migration lock is live: not removed (use --force)")
-        if (!result.removed && result.lock.held) {
-          return yield* new CliError({ message: "the migration lock is live; not removed (use --force)" })
-        }
-      })
-    )
+const migrateStatus = Command.make("status", opt.common, action(load, (m) => m.status)).pipe(
+  Command.withDescription("Show applied and pending migrations and the migration lock.")
 )
 
+const migrateUnlock = Command.make(
+  "unlock",
+  { ...opt.common, force: opt.flag("force", "Remove the lock even if it is live (a migration may be running).") },
+  action(load, (m) => m.unlock)
+).pipe(Command.withDescription("Remove an expired migration lock (a live one only with --force)."))
+
+/** The subcommands of `migrate`. */
+export const migrateSubcommands = [migrateStatus, migrateUnlock] as const
+
 /** `migrate` applies pending migrations; its subcommands report and repair the lock. */
-export const migrate = migrateRun.pipe(Command.withSubcommands([migrateStatus, migrateUnlock]))
+export const migrate = Command.make("migrate", opt.common, action(load, (m) => m.run)).pipe(
+  Command.withDescription("Apply pending migrations (creates an SQLite file that does not exist yet)."),
+  Command.withSubcommands(migrateSubcommands)
+)

@@ -1,0 +1,64 @@
+/** What `worker` does (declared in ../commands/worker.ts, loaded only to run). */
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
+import * as Option from "effect/Option"
+import * as SqlJobStore from "../../adapters/sql/JobStore.ts"
+import { jobsLayer } from "../../runtime/Job.ts"
+import type { Jobs } from "../../runtime/Job.ts"
+import * as Migrator from "../../runtime/migrate.ts"
+import * as Worker from "../../runtime/Worker.ts"
+import { workerDatabaseLayer } from "../database.ts"
+import { loadJobs } from "../jobModule.ts"
+import { jsonLogger, textLogger } from "../logging.ts"
+import type { Common } from "../options.ts"
+
+/** The values of `worker`. */
+export interface WorkerConfig extends Common {
+  readonly jobs: string
+  readonly queue: ReadonlyArray<string>
+  readonly concurrency: number
+  readonly host: Option.Option<string>
+  readonly hostCap: number
+  readonly pollInterval: number
+  readonly gracePeriod: number
+}
+
+/**
+ * Migrates, then works the queues. The database is waited for if it is down at start-up
+ * (`workerDatabaseLayer`); an interrupt closes the worker's scope, so running attempts get
+ * the grace period to finish (docs/behaviour.md §9). Logs at info and above unless
+ * `--log-level` says otherwise (src/cli/main.ts), as logfmt or, with `--json`, JSON lines.
+ */
+export const worker = (c: WorkerConfig) =>
+  Effect.gen(function*() {
+    const types = yield* loadJobs(c.jobs)
+    const services = Layer.mergeAll(SqlJobStore.layer({ prefix: c.prefix }), jobsLayer(...types) as Layer.Layer<Jobs>)
+    const names = types.map((t) => t.name).join(", ")
+    const program = Effect.gen(function*() {
+      const migrator = yield* Migrator.make({ prefix: c.prefix })
+      yield* migrator.run
+      const handle = yield* Worker.make({
+        queues: c.queue.length === 0 ? undefined : c.queue,
+        concurrency: c.concurrency,
+        host: Option.getOrUndefined(c.host),
+        hostCap: c.hostCap,
+        pollInterval: c.pollInterval,
+        gracePeriod: c.gracePeriod
+      })
+      // The banner is an info line: a JSON log line with --json, and quiet below info.
+      const level = yield* FiberRef.get(FiberRef.currentMinimumLogLevel)
+      yield* c.json
+        ? Effect.logInfo("worker started").pipe(Effect.annotateLogs({ host: handle.host, jobs: names }))
+        : LogLevel.greaterThan(level, LogLevel.Info)
+        ? Effect.void
+        : Console.error(`leasehold worker ${handle.host}: ${names}; Ctrl-C to stop`)
+      return yield* Effect.never
+    })
+    return yield* Effect.scoped(program).pipe(
+      Effect.provide(services.pipe(Layer.provideMerge(workerDatabaseLayer(c.databaseUrl))))
+    )
+  }).pipe(c.json ? Effect.provide(Logger.replace(textLogger, jsonLogger)) : (self) => self)

@@ -355,8 +355,8 @@ describe("Leasehold.retryConnect (no database needed)", () => {
     }))
 })
 
-const BIN = join(import.meta.dirname, "..", "bin", "leasehold.js")
-const JOBS = join(import.meta.dirname, "fixtures", "jobs.ts")
+const BIN = join(import.meta.dirname, "..", "dist", "cli", "bin.js")
+const JOBS = join(import.meta.dirname, "fixtures", "jobs.mjs")
 
 /** `leasehold worker …` as a child process, its stderr collected; killed when the scope closes. */
 const spawnWorker = (args: ReadonlyArray<string>) =>

@@ -15,7 +15,8 @@ import * as SqlJobStore from "../adapters/sql/JobStore.ts"
 import { maskCredentials } from "../core/credentials.ts"
 import type { JobLeases, JobStore } from "../ports/JobStore.ts"
 import * as Leasehold from "../runtime/Leasehold.ts"
-import { CliError, errorChain, rootMessage } from "./format.ts"
+import { errorChain } from "../adapters/schemaErrors.ts"
+import { CliError, rootMessage } from "./format.ts"
 
 const connectFailed = (url: string) => (e: unknown) =>
   new CliError({ message: `cannot connect to the database (${maskCredentials(url)}): ${rootMessage(e)}` })

@@ -9,6 +9,7 @@ import * as Data from "effect/Data"
 import type * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
+import { isMissingSchema } from "../adapters/schemaErrors.ts"
 import { outputWidth } from "./colour.ts"
 
 /** A problem with what the user typed or pointed us at: printed as one line. */
@@ -51,44 +52,10 @@ export const rootMessage = (e: unknown): string => {
   return oneLine(ownMessage(current))
 }
 
-/** One error of a cause chain: its codes (driver errors carry `code` and `errno`), tag and message. */
-export interface ChainLink {
-  readonly codes: ReadonlyArray<unknown>
-  readonly tag: unknown
-  readonly message: string
-}
-
-/** An error and its causes, outermost first (the first of an AggregateError stands for it). */
-export const errorChain = (e: unknown): ReadonlyArray<ChainLink> => {
-  const chain: Array<ChainLink> = []
-  let current: unknown = e
-  for (let i = 0; i < 6 && current !== undefined && current !== null; i++) {
-    if (current instanceof AggregateError && current.errors.length > 0) current = current.errors[0]
-    const record = current as { code?: unknown; errno?: unknown; _tag?: unknown; message?: unknown; cause?: unknown }
-    chain.push({
-      codes: [record.code, record.errno],
-      tag: record._tag,
-      message: typeof record.message === "string" ? record.message : String(current)
-    })
-    current = record.cause
-  }
-  return chain
-}
-
 /**
- * Whether an error means a table is missing: PostgreSQL's undefined_table (42P01), MySQL's
- * ER_NO_SUCH_TABLE (1146) or SQLite's "no such table". Nothing else (a missing database, a
- * refused login, an unreachable server) is.
- */
-export const isMissingTable = (e: unknown): boolean =>
-  errorChain(e).some(({ codes, message }) =>
-    codes.includes("42P01") || codes.includes("ER_NO_SUCH_TABLE") || codes.includes(1146) ||
-    /^no such table\b/.test(message)
-  )
-
-/**
- * The one line a failed command prints (after "leasehold: "). A missing table most likely
- * means the schema was never migrated, so that line says what to run.
+ * The one line a failed command prints (after "leasehold: "). A missing table or column most
+ * likely means the schema was never migrated (or is older than the code), so that line says what
+ * to run.
  */
 export const failureMessage = (cause: Cause.Cause<unknown>): string =>
   Option.match(Cause.failureOption(cause), {
@@ -96,7 +63,7 @@ export const failureMessage = (cause: Cause.Cause<unknown>): string =>
     onSome: (e) => {
       if (e instanceof CliError) return oneLine(e.message)
       const message = rootMessage(e)
-      return isMissingTable(e) ? `${message} (run \`leasehold migrate\` first?)` : message
+      return isMissingSchema(e) ? `${message} (run \`leasehold migrate\` first?)` : message
     }
   })
 

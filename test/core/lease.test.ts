@@ -237,6 +237,16 @@ describe("§3 Window: claim t (≤ 0 means 300), window = t + max(60, t), the le
       expect(leaseExpiresAt(now + later, t) - leaseExpiresAt(now, t)).toBe(later)
     })))
 
+  /** What a worker's claim at `now` asks for, under `cap` (none when undefined). */
+  const claimAt = (now: number, cap: number | undefined, claimToken = "tok") => ({
+    queues: undefined,
+    host: "h",
+    now,
+    claimToken,
+    timeoutCap: cap,
+    hostCap: undefined
+  })
+
   // A row as a claim at `claimedAt` leaves it: its own grace (from its timeout, if any) capped
   // by the worker's cap (src/core/transitions.ts applyClaim).
   const claimedRow = (claimedAt: number, t: number | null, cap: number | undefined) =>
@@ -257,7 +267,7 @@ describe("§3 Window: claim t (≤ 0 means 300), window = t + max(60, t), the le
         claimTimeout: t,
         graceMs: t === null ? null : leaseWindowMs(t)
       },
-      { queues: undefined, host: "h", now: claimedAt, claimToken: "tok", timeoutCap: cap, hostCap: undefined }
+      claimAt(claimedAt, cap)
     )
 
   it("it equals the reaper's grace (§7): a lease taken at the claim is free exactly when the silent row turns stale", () =>
@@ -301,14 +311,7 @@ describe("§3 Window: claim t (≤ 0 means 300), window = t + max(60, t), the le
         (claimedAt, t, cap, later, offset) => {
           const capped = claimedRow(claimedAt, t, cap)
           const retried = applyOutcome(capped, { _tag: "Retry", runAt: claimedAt, error: "e" }, claimedAt)
-          const again = applyClaim(retried, {
-            queues: undefined,
-            host: "h",
-            now: claimedAt + later,
-            claimToken: "tok-2",
-            timeoutCap: undefined,
-            hostCap: undefined
-          })
+          const again = applyClaim(retried, claimAt(claimedAt + later, undefined, "tok-2"))
           const now = claimedAt + later + offset
           expect(isStale(again, now)).toBe(isExpired(leaseExpiresAt(claimedAt + later, again.claimTimeout), now))
         }
@@ -325,7 +328,7 @@ describe("§3 Window: claim t (≤ 0 means 300), window = t + max(60, t), the le
         (claimedAt, t, cap, offset) => {
           const row = applyClaim(
             { ...claimedRow(0, t, undefined), status: "pending", graceMs: null, staleAt: null },
-            { queues: undefined, host: "h", now: claimedAt, claimToken: "tok", timeoutCap: cap, hostCap: undefined }
+            claimAt(claimedAt, cap)
           )
           expect(row.staleAt).toBe(null)
           const now = claimedAt + offset

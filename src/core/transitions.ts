@@ -134,6 +134,20 @@ export const applyDefer = (row: JobRow, now: number, runAt: number, leaseName: s
   staleAt: null
 })
 
+/**
+ * The row as a give-back leaves it: a claimed job the worker did not start after all (it
+ * stopped), pending again as it was before the claim, its attempt given back. Guarded by
+ * `mayDefer`, like a deferral.
+ */
+export const applyGiveBack = (row: JobRow, now: number): JobRow => ({
+  ...row,
+  status: "pending",
+  attempts: giveBackAttempt(row.attempts),
+  claimToken: null,
+  updatedAt: now,
+  staleAt: null
+})
+
 /** The row as a reap leaves it (the reaper decided with `reapDecision` in ./jobs.ts). */
 export const applyReap = (row: JobRow, decision: ReapDecision, now: number): JobRow => {
   switch (decision._tag) {

@@ -30,6 +30,17 @@ export interface JobStoreApi {
   /** Claims the first due job it can win (priority DESC, run_at ASC), atomically. */
   readonly claim: (input: ClaimInput) => Effect.Effect<ClaimResult, SqlError>
   /**
+   * Claims up to `limit` due jobs at once, best first, each with a claim token of its own, for a
+   * long-running worker that starts them soon. Ignores `input.hostCap`: a capped worker claims
+   * one job at a time through `claim`.
+   */
+  readonly claimMany: (input: ClaimInput, limit: number) => Effect.Effect<ReadonlyArray<JobRow>, SqlError>
+  /**
+   * A claimed job that was not started after all (its worker stopped first): back to pending,
+   * due as before, its attempt given back; false when fenced.
+   */
+  readonly giveBack: (id: string, token: string, now: number) => Effect.Effect<boolean, SqlError>
+  /**
    * Ends an attempt: writes its outcome (completed, back to pending for a retry, or dead),
    * fenced on the claim token, and with `lease` releases that lease (owner-fenced) and hands off
    * to the next job waiting on it. One statement on PostgreSQL. A lost connection is retried a

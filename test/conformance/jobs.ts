@@ -178,6 +178,57 @@ export const jobConformance = (adapter: AdapterName) =>
         }))
       ))
 
+    it.effect("a batch claim takes up to its limit, best first, each with its own token; a give-back undoes a claim", () =>
+      withJobs(
+        [Ok],
+        Effect.gen(function*() {
+          yield* TestClock.setTime(T0)
+          const store = yield* JobStore
+          const low = yield* enqueue(Ok, { n: 1 })
+          const high = yield* enqueue(Ok, { n: 2 }, { priority: 5 })
+          const early = yield* enqueue(Ok, { n: 3 }, { runAt: T0 - 10 })
+          const later = yield* enqueue(Ok, { n: 4 }, { priority: 9, delay: "1 minute" })
+          const other = yield* enqueue(Ok, { n: 5 }, { priority: 9, queue: "other" })
+          const input = {
+            queues: ["default"],
+            host: "h",
+            now: T0,
+            claimToken: "batch-1",
+            timeoutCap: undefined,
+            hostCap: undefined
+          }
+          const claimed = yield* store.claimMany(input, 2)
+          expect(claimed.map((r) => r.id)).toEqual([high.id, early.id])
+          expect(new Set(claimed.map((r) => r.claimToken)).size).toBe(2)
+          for (const r of claimed) {
+            expect(yield* row(r.id)).toMatchObject({
+              status: "processing",
+              attempts: 1,
+              claimedBy: "h",
+              claimToken: r.claimToken
+            })
+          }
+          const rest = yield* store.claimMany({ ...input, claimToken: "batch-2" }, 10)
+          expect(rest.map((r) => r.id)).toEqual([low.id])
+          expect(yield* store.claimMany({ ...input, claimToken: "batch-3" }, 10)).toEqual([])
+          expect((yield* row(later.id)).status).toBe("pending")
+          expect((yield* row(other.id)).status).toBe("pending")
+          // A give-back is fenced on the token, and leaves the row as it was before the claim.
+          const taken = claimed[0]!
+          expect(yield* store.giveBack(taken.id, "someone-else", T0 + 1)).toBe(false)
+          expect(yield* store.giveBack(taken.id, taken.claimToken!, T0 + 1)).toBe(true)
+          expect(yield* row(taken.id)).toMatchObject({
+            status: "pending",
+            attempts: 0,
+            claimToken: null,
+            staleAt: null,
+            runAt: (yield* row(high.id)).runAt
+          })
+          expect(yield* store.giveBack(taken.id, taken.claimToken!, T0 + 2)).toBe(false)
+          expect((yield* store.claimMany({ ...input, claimToken: "batch-4" }, 1)).map((r) => r.id)).toEqual([high.id])
+        })
+      ))
+
     it.effect("failure retries with exponential backoff (4 s, 8 s), and the job is dead after maxRetries + 1 runs", () =>
       withJobs(
         [Boom],

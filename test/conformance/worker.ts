@@ -208,6 +208,75 @@ export const workerConformance = (adapter: AdapterName) =>
       })
     ))
 
+    it.effect("graceful shutdown gives back the claimed jobs no fiber started: pending again, attempt returned", () => (
+      Effect.gen(function*() {
+        const gate = yield* Deferred.make<void>()
+        const started = yield* Deferred.make<void>()
+        const Slow = gated("slow", gate, { started })
+        yield* withJobs(
+          [Slow],
+          Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            const first = yield* enqueue(Slow, { n: 1 }, { priority: 2 })
+            const second = yield* enqueue(Slow, { n: 2 }, { priority: 1 })
+            const scope = yield* Scope.make()
+            yield* Layer.buildWithScope(
+              Worker.layer({ host: "gb", concurrency: 1, pollInterval: "20 millis", gracePeriod: "10 seconds" }),
+              scope
+            )
+            yield* Deferred.await(started)
+            // One fiber: the first job runs, the second waits claimed in the worker, ahead of it.
+            yield* eventually(Effect.map(row(second.id), (r) => r.status === "processing"))
+            const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+            yield* eventually(Effect.map(row(second.id), (r) => r.status === "pending"))
+            expect(yield* row(second.id)).toMatchObject({ status: "pending", attempts: 0, claimToken: null, runAt: T0 })
+            expect((yield* row(first.id)).status).toBe("processing")
+            yield* Deferred.succeed(gate, undefined)
+            yield* Fiber.join(closing)
+            expect((yield* row(first.id)).status).toBe("completed")
+            expect((yield* row(second.id)).status).toBe("pending")
+          })
+        )
+      })
+    ))
+
+    it.effect("a long-running worker times each attempt out at its own deadline, a later shorter one first", () => (
+      Effect.gen(function*() {
+        const gate = yield* Deferred.make<void>()
+        const startedLong = yield* Deferred.make<void>()
+        const startedShort = yield* Deferred.make<void>()
+        const Long = gated("long", gate, { timeout: "60 seconds", started: startedLong })
+        const Short = gated("short", gate, { timeout: "10 seconds", started: startedShort })
+        yield* withJobs(
+          [Long, Short],
+          Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            const long = yield* enqueue(Long, { n: 1 }, { priority: 2 })
+            const short = yield* enqueue(Short, { n: 2 }, { priority: 1 })
+            const scope = yield* Scope.make()
+            yield* Layer.buildWithScope(
+              Worker.layer({ host: "wd", concurrency: 2, pollInterval: "1 hour", gracePeriod: "1 second" }),
+              scope
+            )
+            yield* Deferred.await(startedLong)
+            yield* Deferred.await(startedShort)
+            yield* settle
+            yield* TestClock.adjust("9 seconds")
+            yield* settle
+            expect((yield* row(short.id)).status).toBe("processing")
+            yield* TestClock.adjust("1 second")
+            yield* eventually(Effect.map(row(short.id), (r) => r.status === "pending"))
+            expect((yield* row(short.id)).lastError).toContain("timed out after 10 s")
+            expect((yield* row(long.id)).status).toBe("processing")
+            yield* TestClock.adjust("50 seconds")
+            yield* eventually(Effect.map(row(long.id), (r) => r.status === "pending"))
+            expect((yield* row(long.id)).lastError).toContain("timed out after 60 s")
+            yield* Scope.close(scope, Exit.void)
+          })
+        )
+      })
+    ))
+
     it.effect("graceful shutdown: past the grace period the attempt is interrupted; its row stays for the reaper", () => (
       Effect.gen(function*() {
         const gate = yield* Deferred.make<void>()

@@ -4,6 +4,7 @@
  * row locks). It is the model the SQL stores must agree with.
  */
 import { Effect, Layer, Option } from "effect"
+import { randomUUID } from "node:crypto"
 import { isStale } from "../../core/jobs.ts"
 import type { LeaseRow } from "../../core/lease.ts"
 import type { ClaimInput, ClaimResult, HostRow, JobCount, JobRow } from "../../core/model.ts"
@@ -12,6 +13,7 @@ import {
   applyClaim,
   applyHeartbeat,
   applyDefer,
+  applyGiveBack,
   applyHandOff,
   applyOutcome,
   applyReap,
@@ -90,6 +92,22 @@ export const makeMemoryJobStore = (
       return [{ _tag: "Claimed", job }, put(rows, job.id, job)]
     })
 
+  // Up to `limit` due rows, best first, each with its own token (the first with the input's).
+  const claimMany = (input: ClaimInput, limit: number) =>
+    jobsTable((rows): readonly [ReadonlyArray<JobRow>, ReadonlyMap<string, JobRow>?] => {
+      const due = [...rows.values()].filter((r) => isDue(r, input.now, input.queues)).sort(claimOrder).slice(
+        0,
+        Math.max(0, limit)
+      )
+      if (due.length === 0) return [[]]
+      const claimed = due.map((r, i) =>
+        applyClaim(r, { ...input, claimToken: i === 0 ? input.claimToken : randomUUID() })
+      )
+      const next = new Map(rows)
+      for (const job of claimed) next.set(job.id, job)
+      return [claimed, next]
+    })
+
   const staleRows = (rows: ReadonlyMap<string, JobRow>, now: number) =>
     [...rows.values()].filter((r) => isStale(r, now))
 
@@ -130,6 +148,8 @@ export const makeMemoryJobStore = (
         }
         return { written, lease: released ? "released" as const : "lost" as const }
       }),
+    claimMany,
+    giveBack: (id, token, now) => update(id, (r) => mayDefer(r, token), (r) => applyGiveBack(r, now)),
     defer: (id, token, now, runAt, leaseName) =>
       update(id, (r) => mayDefer(r, token), (r) => applyDefer(r, now, runAt, leaseName)),
     heartbeat: (id, token, now, staleAt) => update(id, (r) => isOurs(r, token), (r) => applyHeartbeat(r, now, staleAt)),

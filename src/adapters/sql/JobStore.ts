@@ -312,6 +312,9 @@ export const make = (
       // Retried where each claim statement or transaction runs: once per rolled-back statement.
       claim,
       finish,
+      claimMany: (input, limit) =>
+        limit < 1 ? Effect.succeed([]) : retryTransient(dialect, "claim", claimRows(input, limit)),
+      giveBack: (id, token, now) => yes("give back", s.giveBack(id, token, now)),
       defer: (id, token, now, runAt, leaseName) => yes("defer", s.defer(id, token, now, runAt, leaseName)),
       heartbeat: (id, token, now, staleAt) => yes("heartbeat", s.heartbeat(id, token, now, staleAt)),
       // Rows past their deadline, then rows without one that core's isStale judges stale (read

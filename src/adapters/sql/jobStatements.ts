@@ -129,6 +129,8 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
     }),
     defer: (id: string, token: string, now: number, runAt: number, leaseName: string) =>
       sql`UPDATE ${jobs} SET status = 'pending', attempts = attempts - 1, run_at = ${runAt}, claim_token = NULL, lease_name = ${leaseName}, stale_at = NULL, updated_at = ${now} WHERE id = ${id} AND status = 'processing' AND claim_token = ${token} AND attempts > 0`,
+    giveBack: (id: string, token: string, now: number) =>
+      sql`UPDATE ${jobs} SET status = 'pending', attempts = attempts - 1, claim_token = NULL, stale_at = NULL, updated_at = ${now} WHERE id = ${id} AND status = 'processing' AND claim_token = ${token} AND attempts > 0`,
     heartbeat: (id: string, token: string, now: number, staleAt: number) =>
       sql`UPDATE ${jobs} SET heartbeat_at = ${now}, stale_at = ${staleAt} WHERE id = ${id} AND status = 'processing' AND claim_token = ${token}`,
     stale: (now: number, limit: number) =>

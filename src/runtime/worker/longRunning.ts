@@ -4,7 +4,24 @@
  * wake-up signals (src/ports/Wakeups.ts) and a graceful shutdown.
  */
 import { explain } from "./explain.ts"
-import { Cause, Clock, Context, Effect, Fiber, Layer, Metric, Option, Ref, Schedule, type Scope, Stream } from "effect"
+import type { SqlError } from "@effect/sql/SqlError"
+import {
+  Cause,
+  Clock,
+  Context,
+  Effect,
+  Fiber,
+  Layer,
+  Metric,
+  Option,
+  Queue,
+  Ref,
+  Schedule,
+  type Scope,
+  Stream
+} from "effect"
+import { randomUUID } from "node:crypto"
+import type { JobRow } from "../../core/model.ts"
 import type { WorkerConfigError } from "../../core/errors.ts"
 import { emptyTally, type QueueTally } from "../../core/jobs.ts"
 import { JobStore } from "../../ports/JobStore.ts"
@@ -16,7 +33,9 @@ import { makeDoorbell } from "./doorbell.ts"
 import { cachedDraining, touchHost } from "./hosts.ts"
 import { resolveWorker, type WorkerConfig } from "./options.ts"
 import { ProcessResult, tallyOf } from "./results.ts"
-import { claimThenRun, reapWith } from "./turns.ts"
+import { reapWith } from "./turns.ts"
+import { runClaimed } from "./attempt.ts"
+import * as Watchdog from "./watchdog.ts"
 
 /** What a running worker reports (`skipped` counts deferrals on busy leases). */
 export interface WorkerStats extends QueueTally {
@@ -71,11 +90,11 @@ export const make = (
     const { concurrency, grace, options: o, poll, reapEvery } = yield* resolveWorker(config)
     const store = yield* JobStore
     const stats = yield* Ref.make<WorkerStats>({ ...emptyTally, host: o.host, running: 0, reaped: 0, notified: 0 })
-    const bell = yield* makeDoorbell(concurrency, poll)
+    const bell = yield* makeDoorbell(1, poll)
 
     const touch = touchHost(store, o, config.codeVersion)
     yield* Effect.ignoreLogged(touch)
-    // Claims and attempts in flight in this process.
+    // Attempts running in this process (claimed jobs waiting in `ready` are not counted).
     const running = (delta: number) =>
       Effect.zipRight(
         Ref.update(stats, (s) => ({ ...s, running: s.running + delta })),
@@ -87,48 +106,100 @@ export const make = (
         yield* countOutcome(result, ms)
         if (config.onResult) yield* config.onResult(result)
       })
-    // Read at most once per poll interval, whatever the number of fibers.
+    // Read at most once per poll interval.
     const isDraining = yield* cachedDraining(store, o.host, poll)
 
-    const loop = Effect.gen(function*() {
-      let woken = false
+    // Claimed jobs not yet started. The claimer keeps up to `concurrency` of them ahead of the
+    // runners, so a runner that ends an attempt starts the next one without waiting for a claim
+    // (issue 13: claims and runs in lock-step left both Node and the database half idle).
+    const ready = yield* Queue.unbounded<JobRow>()
+    const room = { active: 0, buffered: 0 }
+    const capacity = concurrency * 2
+    // A batch claim waits until half the buffer's room is free, unless the runners have nothing left.
+    const batch = Math.max(1, Math.ceil(concurrency / 2))
+    const slotFreed = yield* Queue.sliding<void>(1)
+
+    // Claims up to `n` jobs: one statement, or with a host cap one job through the capped claim.
+    const claimSome = (n: number): Effect.Effect<ReadonlyArray<JobRow>, SqlError> =>
+      Effect.gen(function*() {
+        const input = {
+          queues: o.queues,
+          host: o.host,
+          now: yield* Clock.currentTimeMillis,
+          claimToken: randomUUID(),
+          timeoutCap: o.timeoutCap,
+          hostCap: o.hostCap
+        }
+        if ((o.hostCap ?? 0) <= 0) return yield* store.claimMany(input, n)
+        const claimed = yield* store.claim(input)
+        return claimed._tag === "Claimed" ? [claimed.job] : []
+      })
+
+    const claimer = Effect.gen(function*() {
       while (!(yield* bell.stopping)) {
         if (yield* isDraining) {
           yield* bell.idle
           continue
         }
-        const started = yield* Clock.currentTimeMillis
-        // Woken and found work: there may be more, so wake one more fiber.
-        const onClaimed = woken ? bell.ring : Effect.void
-        woken = false
-        const result = yield* Effect.acquireUseRelease(running(1), () => claimThenRun(o, onClaimed), () => running(-1))
-          .pipe(
-            // A database hiccup (or the database is gone): log, wait a poll, carry on. Defects
-            // too: a ROLLBACK on a broken connection dies inside @effect/sql, and a loop fiber
-            // that died would silently stop claiming. Only an interruption ends the loop.
-            Effect.catchAllCause((cause) =>
-              Cause.isInterruptedOnly(cause)
-                ? Effect.failCause(cause)
-                : Effect.as(
-                  Effect.logWarning(
-                    `claim failed (${explain(Cause.squash(cause))}); retrying after the poll interval`,
-                    cause
-                  ),
-                  ProcessResult.Idle()
-                )
-            )
-          )
-        if (result._tag === "Idle" || result._tag === "Capped") {
-          woken = yield* bell.idle
+        const free = capacity - room.active - room.buffered
+        if (free < (room.buffered === 0 ? 1 : batch)) {
+          yield* Queue.take(slotFreed)
           continue
         }
-        yield* record(result, (yield* Clock.currentTimeMillis) - started)
+        const rows = yield* Effect.catchAllCause(claimSome(free), (cause) =>
+          // A database hiccup (or the database is gone): log, wait a poll, carry on. Defects too:
+          // a ROLLBACK on a broken connection dies inside @effect/sql, and a claimer that died
+          // would silently stop claiming. Only an interruption ends the loop.
+          Cause.isInterruptedOnly(cause)
+            ? Effect.failCause(cause)
+            : Effect.as(
+              Effect.logWarning(
+                `claim failed (${explain(Cause.squash(cause))}); retrying after the poll interval`,
+                cause
+              ),
+              []
+            ))
+        room.buffered += rows.length
+        yield* Queue.offerAll(ready, rows)
+        // Fewer than asked: nothing more is due now; wait for a wake-up signal or the poll.
+        if (rows.length < free) yield* bell.idle
       }
     })
 
-    const fibers = yield* Effect.forEach(Array.from({ length: concurrency }), () => Effect.forkDaemon(loop), {
-      concurrency: "unbounded"
-    })
+    const runner = Effect.forever(Effect.gen(function*() {
+      const job = yield* Queue.take(ready)
+      room.buffered--
+      room.active++
+      const started = yield* Clock.currentTimeMillis
+      const result = yield* Effect.acquireUseRelease(running(1), () => runClaimed(job, o), () => running(-1)).pipe(
+        // The outcome could not be written (the database went away mid-attempt): the row stays
+        // processing and the reaper takes it back.
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause)
+            ? Effect.failCause(cause)
+            : Effect.as(
+              Effect.logWarning(
+                `attempt of ${job.name} ${job.id} ended without an outcome (${
+                  explain(Cause.squash(cause))
+                }); the reaper will take it back`,
+                cause
+              ),
+              undefined
+            )
+        ),
+        Effect.ensuring(Effect.zipRight(Effect.sync(() => room.active--), Queue.offer(slotFreed, undefined)))
+      )
+      if (result !== undefined) yield* record(result, (yield* Clock.currentTimeMillis) - started)
+    }))
+
+    // One fiber watches every attempt's deadline (./watchdog.ts).
+    const watchdog = yield* Watchdog.make
+    const runners = yield* Effect.forEach(
+      Array.from({ length: concurrency }),
+      () => Effect.forkDaemon(Effect.provideService(runner, Watchdog.AttemptWatchdog, watchdog)),
+      { concurrency: "unbounded" }
+    )
+    const claiming = yield* Effect.forkDaemon(claimer)
 
     const reaper = yield* Effect.forkDaemon(
       Effect.repeat(
@@ -140,7 +211,8 @@ export const make = (
           if (n > 0) {
             yield* Ref.update(stats, (s) => ({ ...s, reaped: s.reaped + n }))
             yield* Metric.incrementBy(Metrics.reaped, n)
-            yield* Effect.repeatN(bell.ring, Math.min(n, concurrency) - 1)
+            // Reaped jobs may be due again now.
+            yield* bell.ring
           }
           yield* Effect.ignoreLogged(touch)
         }),
@@ -168,15 +240,30 @@ export const make = (
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {
         yield* bell.stop
+        yield* Queue.offer(slotFreed, undefined)
         yield* Fiber.interrupt(reaper)
         if (Option.isSome(listener)) yield* Fiber.interrupt(listener.value)
-        // Finalizers run uninterruptibly: the wait must be made interruptible for the timeout to cut it.
-        const finished = yield* Effect.timeout(Effect.interruptible(Fiber.awaitAll(fibers)), grace).pipe(Effect.option)
-        if (Option.isNone(finished)) {
+        // Finalizers run uninterruptibly: a wait must be made interruptible for its timeout to cut it.
+        const within = <A>(effect: Effect.Effect<A>) =>
+          Effect.timeout(Effect.interruptible(effect), grace).pipe(Effect.option)
+        // A claim in flight comes back first, so what it claimed is given back rather than left
+        // to the reaper; then the claimed jobs no runner has started go back to pending.
+        if (Option.isNone(yield* within(Fiber.await(claiming)))) yield* Fiber.interrupt(claiming)
+        const unstarted = yield* Queue.takeAll(ready)
+        room.buffered -= unstarted.length
+        yield* Queue.shutdown(ready)
+        const now = yield* Clock.currentTimeMillis
+        yield* Effect.forEach(unstarted, (job) => Effect.ignoreLogged(store.giveBack(job.id, job.claimToken!, now)), {
+          discard: true
+        })
+        if (unstarted.length > 0) {
+          yield* Effect.logInfo(`worker ${o.host}: gave back ${unstarted.length} claimed jobs it had not started`)
+        }
+        if (Option.isNone(yield* within(Fiber.awaitAll(runners)))) {
           yield* Effect.logWarning(
             `worker ${o.host}: attempts still running after the grace period; interrupting them (they will be reaped and retried)`
           )
-          yield* Fiber.interruptAll(fibers)
+          yield* Fiber.interruptAll(runners)
         }
         yield* Effect.logInfo(`worker ${o.host} stopped`)
       })

@@ -3,13 +3,14 @@
  * proves life (fenced on the claim token) and renews the job's lease, the job type's
  * `onLeaseLost`, and the attempt's timeout.
  */
-import { Clock, Deferred, Duration, Effect, Either, type Exit, Option, Ref } from "effect"
+import { Clock, Deferred, Effect, Either, Exit, Fiber, Option, Ref } from "effect"
 import { Fenced, JobTimeoutError, LeaseLostError } from "../../core/errors.ts"
 import { leaseExpiresAt } from "../../core/lease.ts"
 import type { JobRow } from "../../core/model.ts"
 import { JobLeases, JobStore } from "../../ports/JobStore.ts"
 import { type HeldLease, JobContext, type JobContextApi, type RegisteredJob } from "../Job.ts"
 import { holderOf } from "./outcome.ts"
+import { AttemptWatchdog } from "./watchdog.ts"
 
 /**
  * Runs perform for a claimed job with its context, lease renewal and timeout, and returns how
@@ -82,11 +83,18 @@ export const perform = (
     const guarded = type.onLeaseLost === "interrupt" && held !== undefined
       ? Effect.raceFirst(run, Deferred.await(lost))
       : run
-    // disconnect: on timeout we return at once even if perform ignores interruption; it may
-    // still be running, which is why a timed-out attempt leaves its lease to expire.
-    return yield* guarded.pipe(
-      Effect.disconnect,
-      Effect.timeoutFail({ duration: Duration.seconds(seconds), onTimeout: () => new JobTimeoutError({ seconds }) }),
-      Effect.exit
+    // perform runs in a fiber of its own, so on timeout we return at once even if it ignores
+    // interruption; it may still be running, which is why a timed-out attempt leaves its lease
+    // to expire. The deadline is watched by the worker's watchdog (./watchdog.ts).
+    const done = yield* Deferred.make<Exit.Exit<unknown, unknown>>()
+    const deadline = (yield* Clock.currentTimeMillis) + seconds * 1000
+    const fiber = yield* Effect.forkDaemon(Effect.flatMap(Effect.exit(guarded), (exit) => Deferred.succeed(done, exit)))
+    const cancel = yield* (yield* AttemptWatchdog).watch(
+      deadline,
+      Effect.zipRight(Deferred.succeed(done, Exit.fail(new JobTimeoutError({ seconds }))), Fiber.interruptFork(fiber))
+    )
+    return yield* Deferred.await(done).pipe(
+      Effect.onInterrupt(() => Fiber.interruptFork(fiber)),
+      Effect.ensuring(cancel)
     )
   })

@@ -3,7 +3,7 @@
  * shared migration list, src/adapters/sql/schema.ts, puts each dialect's statements in order.
  */
 import type { TableNames } from "../../core/tables.ts"
-import { type DialectSchema, quotedTables } from "../sql/schemaNames.ts"
+import { type DialectSchema, partialIndexSteps, quotedTables } from "../sql/schemaNames.ts"
 import { checkIdentifier, RawSql, type Statement, sqlFor } from "../sql/statement.ts"
 import { postgres } from "./dialect.ts"
 
@@ -68,4 +68,10 @@ const addColumn = (table: string, column: string, definition: string): Statement
   )} ${new RawSql(definition)}`
 
 /** PostgreSQL's schema statements. */
-export const postgresSchema: DialectSchema = { createJobsAndHosts, createMigrations, addColumn, bigint: "BIGINT" }
+export const postgresSchema: DialectSchema = {
+  createJobsAndHosts,
+  createMigrations,
+  addColumn,
+  bigint: "BIGINT",
+  leanIndexes: (t) => partialIndexSteps(syntax, t)
+}

@@ -33,8 +33,31 @@ export const quotedTables = (syntax: Syntax, t: TableNames) => {
     purgeIndex: q(indexName(t.jobs, "status_completed")),
     uniqueKeyIndex: q(indexName(t.jobs, "unique_key")),
     leaseIndex: q(indexName(t.jobs, "lease_status")),
-    hostIndex: q(indexName(t.jobs, "claimed_by_status"))
+    hostIndex: q(indexName(t.jobs, "claimed_by_status")),
+    // Migration 3's partial indexes (./schema.ts).
+    readyIndex: q(indexName(t.jobs, "ready")),
+    completedIndex: q(indexName(t.jobs, "completed_at")),
+    staleIndex: q(indexName(t.jobs, "stale_at")),
+    undatedIndex: q(indexName(t.jobs, "undated"))
   }
+}
+
+/**
+ * Migration 3 where the database has partial indexes (PostgreSQL, SQLite): the claim index
+ * keeps pending rows only, the purge index completed rows only, and the reaper gets one index
+ * for rows with a deadline and one for rows without. Why: src/adapters/sql/schema.ts.
+ */
+export const partialIndexSteps = (syntax: Syntax, t: TableNames): ReadonlyArray<Statement> => {
+  const sql = sqlFor(syntax)
+  const q = quotedTables(syntax, t)
+  return [
+    sql`CREATE INDEX IF NOT EXISTS ${q.readyIndex} ON ${q.jobs} (priority DESC, run_at) WHERE status = 'pending'`,
+    sql`DROP INDEX IF EXISTS ${q.claimIndex}`,
+    sql`CREATE INDEX IF NOT EXISTS ${q.completedIndex} ON ${q.jobs} (completed_at) WHERE status = 'completed'`,
+    sql`DROP INDEX IF EXISTS ${q.purgeIndex}`,
+    sql`CREATE INDEX IF NOT EXISTS ${q.staleIndex} ON ${q.jobs} (stale_at) WHERE stale_at IS NOT NULL`,
+    sql`CREATE INDEX IF NOT EXISTS ${q.undatedIndex} ON ${q.jobs} (updated_at) WHERE status = 'processing' AND stale_at IS NULL`
+  ]
 }
 
 /**
@@ -64,4 +87,6 @@ export interface DialectSchema {
   readonly addColumn: (table: string, column: string, definition: string) => SchemaStep
   /** The column type of an epoch-ms or other 64-bit integer. */
   readonly bigint: string
+  /** Migration 3: indexes no statement on one job's row can walk through (none on MySQL). */
+  readonly leanIndexes: (t: TableNames) => ReadonlyArray<SchemaStep>
 }

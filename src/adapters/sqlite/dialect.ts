@@ -50,7 +50,8 @@ export const sqlite: Dialect = {
       kind: "returning",
       statement: claimStatement,
       // 36 hex characters, the width of the claim token column.
-      newToken: new RawSql("lower(hex(randomblob(18)))")
+      newToken: new RawSql("lower(hex(randomblob(18)))"),
+      pinPlan: []
     },
     hostCap: { kind: "countInClaim", statement: claimStatement },
     wakeups: { kind: "poll" },

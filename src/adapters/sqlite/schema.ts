@@ -5,7 +5,7 @@
  * SQLite: INTEGER holds every whole number (epoch ms included).
  */
 import type { TableNames } from "../../core/tables.ts"
-import { addColumnUnless, type DialectSchema, quotedTables } from "../sql/schemaNames.ts"
+import { addColumnUnless, type DialectSchema, partialIndexSteps, quotedTables } from "../sql/schemaNames.ts"
 import type { SchemaStep } from "../../ports/MigrationStore.ts"
 import { type Statement, sqlFor } from "../sql/statement.ts"
 import { sqlite } from "./dialect.ts"
@@ -75,4 +75,10 @@ const addColumn = (table: string, column: string, definition: string): SchemaSte
   )
 
 /** SQLite's schema statements. */
-export const sqliteSchema: DialectSchema = { createJobsAndHosts, createMigrations, addColumn, bigint: "INTEGER" }
+export const sqliteSchema: DialectSchema = {
+  createJobsAndHosts,
+  createMigrations,
+  addColumn,
+  bigint: "INTEGER",
+  leanIndexes: (t) => partialIndexSteps(syntax, t)
+}

@@ -1,0 +1,122 @@
+/**
+ * The claim's plan on each SQL database (issue 13, src/adapters/sql/schema.ts migration 3): the
+ * batch claim reads the pending rows in claim order through the `ready` index and stops at its
+ * limit, even when the statistics were taken while the queue was empty (the state a bulk enqueue
+ * leaves for up to a minute); and a batch completion finds its rows by primary key, not through
+ * an index on status that keeps an entry for every job handled since the last vacuum.
+ */
+import { expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { mysql } from "../src/adapters/mysql/dialect.ts"
+import { postgres } from "../src/adapters/postgres/dialect.ts"
+import type { Dialect } from "../src/adapters/sql/dialect.ts"
+import { jobStatements } from "../src/adapters/sql/jobStatements.ts"
+import { indexName } from "../src/adapters/sql/schema.ts"
+import { sqlite } from "../src/adapters/sqlite/dialect.ts"
+import { tableNames } from "../src/core/tables.ts"
+import { type AdapterName, layerFor, TestDatabase } from "./support/databases.ts"
+
+const NOW = 1_791_039_632_175
+// Enough rows that, on PostgreSQL, statistics from an empty table make a claim read them all.
+const ROWS = 20_000
+
+const dialects: Record<Exclude<AdapterName, "memory">, Dialect> = { postgres, mysql, sqlite }
+
+/** `ROWS` pending rows, due, inserted by the database itself (one statement). */
+const fill = (adapter: Exclude<AdapterName, "memory">, jobs: string) => {
+  const columns =
+    "id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, grace_ms, unique_key, run_at, created_at, updated_at"
+  const values = (n: string) =>
+    `'job-' || ${n}, 'noop', 'default', '{}', 0, 'pending', 0, 3, 30, 90000, 'key-' || ${n}, ${NOW} - ${ROWS} + ${n}, ${NOW}, ${NOW}`
+  switch (adapter) {
+    case "postgres":
+      return `INSERT INTO ${jobs} (${columns}) SELECT ${values("g")} FROM generate_series(1, ${ROWS}) g`
+    case "sqlite":
+      return `WITH RECURSIVE s(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM s WHERE g < ${ROWS}) INSERT INTO ${jobs} (${columns}) SELECT ${
+        values("g")
+      } FROM s`
+    case "mysql": {
+      // MariaDB stops a recursive query after 1,000 rounds: numbers from digits instead.
+      const digits = "(SELECT 0 n UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 " +
+        "UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)"
+      const g = "(a.n * 10000 + b.n * 1000 + c.n * 100 + d.n * 10 + e.n + 1)"
+      return `INSERT INTO ${jobs} (${columns}) SELECT ${
+        values(g).replaceAll(`'job-' || ${g}`, `CONCAT('job-', ${g})`).replaceAll(
+          `'key-' || ${g}`,
+          `CONCAT('key-', ${g})`
+        )
+      } FROM ${digits} a, ${digits} b, ${digits} c, ${digits} d, ${digits} e WHERE ${g} <= ${ROWS}`
+    }
+  }
+}
+
+/** The plan line under the first line naming `node`. */
+const below = (plan: string, node: string): string => {
+  const lines = plan.split("\n")
+  return lines[lines.findIndex((l) => l.includes(node)) + 1] ?? ""
+}
+
+const input = { queues: undefined, host: "h", now: NOW, claimToken: "t", timeoutCap: undefined, hostCap: undefined }
+
+for (const adapter of ["postgres", "sqlite", "mysql"] as const) {
+  layer(layerFor(adapter, "plan"), { timeout: 120_000 })(`the claim's plan on ${adapter}`, (it) => {
+    it.effect("the batch claim walks the ready rows in claim order and stops; a batch completion goes by primary key", () =>
+      Effect.gen(function*() {
+        const db = yield* TestDatabase
+        const prefix = `${db.table("p")}_`
+        yield* db.migrate(prefix)
+        const tables = tableNames(prefix)
+        const jobs = db.quote(tables.jobs)
+        const dialect = dialects[adapter]
+        const s = jobStatements(dialect, tables)
+        const explain = (st: { readonly sql: string; readonly params: ReadonlyArray<unknown> }) =>
+          Effect.map(
+            db.query(`${adapter === "sqlite" ? "EXPLAIN QUERY PLAN" : "EXPLAIN"} ${st.sql}`, st.params),
+            (rows) => rows.map((r) => Object.values(r).map(String).join(" ")).join("\n")
+          )
+        // Statistics from an empty queue, then a bulk enqueue the statistics have not seen.
+        yield* db.query(`ANALYZE ${adapter === "mysql" ? "TABLE " : ""}${jobs}`)
+        yield* db.query(fill(adapter, jobs))
+
+        if (dialect.jobs.claim.kind === "returning") {
+          const strategy = dialect.jobs.claim
+          const claim = strategy.statement(s.context, s.claimParts(input, 20, strategy.newToken))
+          const plan = yield* db.withTransaction(Effect.gen(function*() {
+            for (const st of strategy.pinPlan) yield* db.query(st.sql, st.params)
+            return yield* explain(claim)
+          }))
+          const ready = indexName(tables.jobs, "ready")
+          if (adapter === "postgres") {
+            // The rows are locked as the ready index yields them, in order: no sort before LIMIT.
+            expect(below(plan, "LockRows")).toContain(`Index Scan using ${ready} `)
+            expect(plan).not.toMatch(/Bitmap|Seq Scan/)
+            // Why the plan is pinned: left to these statistics, PostgreSQL reads and sorts every due row.
+            const unpinned = yield* explain(claim)
+            expect(below(unpinned, "LockRows")).toContain("Sort")
+            expect(unpinned).toContain("Bitmap Heap Scan")
+          } else {
+            expect(plan).toContain(`USING INDEX ${ready}`)
+            expect(plan).not.toMatch(/TEMP B-TREE/)
+          }
+        } else {
+          // MySQL/MariaDB lock the due rows through the claim index they force, already in order.
+          const plan = yield* explain(
+            dialect.jobs.claim.pickDue(s.context, s.due(input), s.claimParts(input, 20).limit)
+          )
+          expect(plan).toContain(`${tables.jobs}_claim`)
+          expect(plan).not.toMatch(/filesort/i)
+        }
+
+        const ids = Array.from({ length: 10 }, (_, i) => ({ id: `job-${i * 7 + 1}`, token: `tok-${i}` }))
+        // MySQL/MariaDB may read the few processing rows through an index on status instead:
+        // InnoDB purges the entries of old row versions within moments, so that range stays small.
+        if (adapter !== "mysql") {
+          const completion = yield* explain(s.completeBatch(ids, NOW))
+          expect(completion).toMatch(
+            adapter === "sqlite" ? /sqlite_autoindex_\w+_jobs_1 \(id=\?\)/ : /Index Cond: \(\(id\)::text/
+          )
+          expect(completion).not.toMatch(/status_completed|_claim|claimed_by_status|SCAN/)
+        }
+      }))
+  })
+}

@@ -1,5 +1,5 @@
 /**
- * One benchmark run in its own process: `node --expose-gc --import tsx bench/child.ts '<spec>'`,
+ * One benchmark run in its own process: `node --expose-gc bench/.build/child.js '<spec>'`,
  * started by `bench/run.ts` on a database created for it. Prints one line
  * `@@BENCH_RESULT {json}` (a `ChildResult`) on stdout and exits.
  */

@@ -40,7 +40,9 @@ import {
 } from "./scenarios.ts"
 
 const ROOT = join(import.meta.dirname, "..")
-const CHILD = join(import.meta.dirname, "child.ts")
+const CHILD_SOURCE = join(import.meta.dirname, "child.ts")
+const BUILD = join(import.meta.dirname, ".build")
+const CHILD = join(BUILD, "child.js")
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -105,9 +107,27 @@ if (!quick && rounds < 3) console.error(`note: ${rounds} round(s); the published
 
 let current: { child?: ChildProcess; db?: BenchDatabase } = {}
 
+// Every child runs compiled JavaScript on plain node, leasehold and its competitors alike: a
+// TypeScript loader in the child (tsx) would cost 70–110 MiB of its peak RSS (issue 13). The
+// child and the code it imports from this repository are bundled by esbuild (which tsx brings);
+// packages stay in node_modules, loaded as they would be by an app.
+const { build } = await import("esbuild")
+await build({
+  entryPoints: [CHILD_SOURCE],
+  outdir: BUILD,
+  bundle: true,
+  splitting: true,
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  packages: "external",
+  sourcemap: "inline",
+  logLevel: "warning"
+})
+
 const runChild = (spec: ChildSpec): Promise<ChildResult> =>
   new Promise((resolve) => {
-    const child = spawn(process.execPath, ["--expose-gc", "--import", "tsx", CHILD, JSON.stringify(spec)], {
+    const child = spawn(process.execPath, ["--expose-gc", "--enable-source-maps", CHILD, JSON.stringify(spec)], {
       cwd: ROOT,
       stdio: ["ignore", "pipe", "pipe"]
     })

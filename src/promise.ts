@@ -5,6 +5,7 @@
  * gracefully, and `close()`. Errors are Error subclasses named after leasehold's tagged errors
  * (`PayloadError`, `UnknownJobTypeError`, `SqlError`, …); docs/promise-api.md shows it whole.
  */
+import * as LocalWakeups from "./adapters/localWakeups.ts"
 import { SqlClient } from "@effect/sql"
 import { Cause, Context, Effect, Exit, Layer, ManagedRuntime, Option, Runtime, Schema, Scope } from "effect"
 import { clientLayerForPgPool, clientLayerForUrl } from "./adapters/clients.ts"
@@ -217,7 +218,8 @@ export const createLeasehold = async <const Types extends ReadonlyArray<PromiseJ
     transaction: (f) =>
       run(Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
-        return yield* sql.withTransaction(Effect.gen(function*() {
+        let enqueued = false
+        const committed = yield* sql.withTransaction(Effect.gen(function*() {
           // Effects run with this runtime see the transaction's connection, so they must not run
           // once the transaction is over: that connection is back in the pool by then.
           const inside = yield* Effect.runtime<JobStore | SqlClient.SqlClient>()
@@ -234,13 +236,18 @@ export const createLeasehold = async <const Types extends ReadonlyArray<PromiseJ
                     within(
                       Effect.flatMap(SqlClient.SqlClient, (s) => s.unsafe<Record<string, unknown>>(text, [...params]))
                     ),
-                  enqueue: (type, payload, enqueueOptions) => within(Job.enqueue(type, payload, enqueueOptions))
+                  enqueue: (type, payload, enqueueOptions) =>
+                    within(Effect.tap(Job.enqueue(type, payload, enqueueOptions), () => (enqueued = true)))
                 }),
               catch: (error) => error
             }),
             Effect.sync(() => (open = false))
           )
         }))
+        // Committed: wake this process's idle workers for what the callback enqueued
+        // (src/adapters/localWakeups.ts; an enqueue inside a transaction cannot ring itself).
+        if (enqueued) yield* LocalWakeups.ring((yield* JobStore).tables.channel)
+        return committed
       })),
     getJob: (id) => run(Effect.map(Effect.flatMap(JobStore, (s) => s.get(id)), Option.getOrUndefined)),
     listJobs: (filter = {}) => run(Effect.flatMap(JobStore, (s) => s.list({ limit: 100, ...filter }))),

@@ -2,6 +2,8 @@
  * Job types, the registry that maps names to them, the context a running attempt sees, and
  * enqueue (docs/behaviour.md §4, §7).
  */
+import * as LocalWakeups from "../adapters/localWakeups.ts"
+import { inTransaction } from "../adapters/sql/transaction.ts"
 import { Clock, Context, Duration, Effect, Either, Layer, Option, ParseResult, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { hostname } from "node:os"
@@ -339,6 +341,10 @@ export const enqueue = <A, I, R>(
       runAt,
       now
     })
+    // Wake this process's idle workers now. Inside a transaction the row is not visible until
+    // the commit, so the ring would find nothing: there the poll (or, on PostgreSQL, the NOTIFY
+    // sent on commit) wakes them.
+    if (!result.duplicate && runAt <= now && !(yield* inTransaction)) yield* LocalWakeups.ring(store.tables.channel)
     return { id: result.id, status: result.duplicate ? "duplicate" : "pending", duplicate: result.duplicate } as const
   })
 

@@ -208,6 +208,27 @@ export const workerConformance = (adapter: AdapterName) =>
       })
     ))
 
+    it.effect("an enqueue wakes an idle worker of the same process at once, not after its poll interval", () => (
+      withJobs(
+        [Ok],
+        withLog(Effect.gen(function*() {
+          const scope = yield* Scope.make()
+          const context = yield* Layer.buildWithScope(
+            Worker.layer({ host: "wake", concurrency: 2, pollInterval: "1 hour" }),
+            scope
+          )
+          const api = Context.get(context, Worker.WorkerHandle)
+          // Idle, asleep for an hour of a clock that does not move here.
+          yield* settle
+          yield* enqueue(Ok, { n: 1 })
+          yield* eventually(Effect.map(api.stats, (s) => s.processed === 1))
+          yield* enqueue(Ok, { n: 2 })
+          yield* eventually(Effect.map(api.stats, (s) => s.processed === 2))
+          yield* Scope.close(scope, Exit.void)
+        }))
+      )
+    ))
+
     it.effect("graceful shutdown gives back the claimed jobs no fiber started: pending again, attempt returned", () => (
       Effect.gen(function*() {
         const gate = yield* Deferred.make<void>()

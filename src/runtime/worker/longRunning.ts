@@ -26,6 +26,7 @@ import type { WorkerConfigError } from "../../core/errors.ts"
 import { emptyTally, type QueueTally } from "../../core/jobs.ts"
 import { JobStore } from "../../ports/JobStore.ts"
 import { Wakeups } from "../../ports/Wakeups.ts"
+import * as LocalWakeups from "../../adapters/localWakeups.ts"
 import * as WakeupsAdapter from "../../adapters/wakeups.ts"
 import * as Metrics from "../metrics.ts"
 import type { WorkerServices } from "./attempt.ts"
@@ -226,16 +227,22 @@ export const make = (
       onSome: Effect.succeed
     })
     const signals = wakeups.listen(store.tables.channel)
-    const listener = Option.isSome(signals)
-      ? Option.some(
-        yield* Effect.forkDaemon(
-          Stream.runForEach(
-            signals.value,
-            () => Effect.zipRight(Ref.update(stats, (s) => ({ ...s, notified: s.notified + 1 })), bell.ring)
-          )
-        )
+    const listener = Option.some(
+      yield* Effect.forkDaemon(
+        Effect.all([
+          // Enqueues in this process (src/adapters/localWakeups.ts), on every database.
+          Stream.runForEach(LocalWakeups.listen(store.tables.channel), () => bell.ring),
+          Option.match(signals, {
+            onNone: () => Effect.void,
+            onSome: (stream) =>
+              Stream.runForEach(
+                stream,
+                () => Effect.zipRight(Ref.update(stats, (s) => ({ ...s, notified: s.notified + 1 })), bell.ring)
+              )
+          })
+        ], { concurrency: "unbounded", discard: true })
       )
-      : Option.none()
+    )
 
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {

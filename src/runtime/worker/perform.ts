@@ -91,7 +91,10 @@ export const perform = (
     const fiber = yield* Effect.forkDaemon(Effect.flatMap(Effect.exit(guarded), (exit) => Deferred.succeed(done, exit)))
     const cancel = yield* (yield* AttemptWatchdog).watch(
       deadline,
-      Effect.zipRight(Deferred.succeed(done, Exit.fail(new JobTimeoutError({ seconds }))), Fiber.interruptFork(fiber))
+      // Built only when late: an error captures a stack trace, too dear to make per attempt.
+      Effect.suspend(() =>
+        Effect.zipRight(Deferred.succeed(done, Exit.fail(new JobTimeoutError({ seconds }))), Fiber.interruptFork(fiber))
+      )
     )
     return yield* Deferred.await(done).pipe(
       Effect.onInterrupt(() => Fiber.interruptFork(fiber)),

@@ -3,6 +3,7 @@
  * atomic `Ref` update per write, so claims cannot interleave (which the SQL stores achieve with
  * row locks). It is the model the SQL stores must agree with.
  */
+import * as LocalWakeups from "../localWakeups.ts"
 import { Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { isStale } from "../../core/jobs.ts"
@@ -69,12 +70,16 @@ export const makeMemoryJobStore = (
       return [true, put(rows, id, change(row))]
     })
 
+  // A woken waiter is due now: this process's workers hear of it (src/adapters/localWakeups.ts).
   const handOff = (leaseName: string, now: number, exceptId?: string) =>
-    jobsTable((rows) => {
-      const next = [...rows.values()].filter((r) => isWaiting(r, leaseName, exceptId)).sort(handOffOrder)[0]
-      if (next === undefined) return [false]
-      return [true, put(rows, next.id, applyHandOff(next, now))]
-    })
+    Effect.tap(
+      jobsTable((rows): readonly [boolean, ReadonlyMap<string, JobRow>?] => {
+        const next = [...rows.values()].filter((r) => isWaiting(r, leaseName, exceptId)).sort(handOffOrder)[0]
+        if (next === undefined) return [false]
+        return [true, put(rows, next.id, applyHandOff(next, now))]
+      }),
+      (woke) => (woke ? LocalWakeups.ring(tables.channel) : Effect.void)
+    )
 
   const running = (rows: ReadonlyMap<string, JobRow>, host: string) =>
     [...rows.values()].filter((r) => r.claimedBy === host && r.status === "processing").length

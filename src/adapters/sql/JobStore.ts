@@ -2,6 +2,7 @@
  * The SQL JobStore (the port in src/ports/JobStore.ts) on PostgreSQL, MySQL/MariaDB and
  * SQLite. It runs the dialect folder's statements; every decision is made in src/core.
  */
+import * as LocalWakeups from "../localWakeups.ts"
 import { SqlClient } from "@effect/sql"
 import { randomUUID } from "node:crypto"
 import type { SqlError } from "@effect/sql/SqlError"
@@ -272,6 +273,7 @@ export const make = (
           )
           const r = (yield* patiently("finish", `job ${input.id}`, counted(rows(st))))[0] ?? {}
           const written = yield* confirm(input, int(r.written) > 0, tries > 1)
+          if (int(r.woke) > 0) yield* LocalWakeups.ring(tables.channel)
           if (int(r.released) > 0) {
             return { written, lease: "released" }
           }
@@ -299,10 +301,12 @@ export const make = (
         return { written, lease: tries > 1 ? yield* lostAfterRetry(input, lease) : "lost" }
       })
 
+    // A woken waiter is due now: tell this process's workers too (src/adapters/localWakeups.ts),
+    // since on MySQL and SQLite nothing else would until their next poll.
     const handOff = (leaseName: string, now: number, exceptId?: string) =>
       Effect.tap(
         yes("hand-off", s.handOff(leaseName, now, exceptId)),
-        (woke) => (woke ? notify(leaseName) : Effect.void)
+        (woke) => (woke ? Effect.zipRight(notify(leaseName), LocalWakeups.ring(tables.channel)) : Effect.void)
       )
 
     return JobStore.of({

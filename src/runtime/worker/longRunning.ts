@@ -114,8 +114,11 @@ export const make = (
     // runners, so a runner that ends an attempt starts the next one without waiting for a claim
     // (issue 13: claims and runs in lock-step left both Node and the database half idle).
     const ready = yield* Queue.unbounded<JobRow>()
-    const room = { active: 0, buffered: 0 }
-    const capacity = concurrency * 2
+    const room = { active: 0, buffered: 0, contended: 0 }
+    // Claiming ahead pays on a queue of independent jobs; on a busy concurrency key it only
+    // claims jobs to defer (issue 13's hot key). After a deferral, the next 2 × `concurrency`
+    // claims are for idle runners only.
+    const capacity = () => (room.contended > 0 ? concurrency : concurrency * 2)
     // A batch claim waits until half the buffer's room is free, unless the runners have nothing left.
     const batch = Math.max(1, Math.ceil(concurrency / 2))
     const slotFreed = yield* Queue.sliding<void>(1)
@@ -142,7 +145,7 @@ export const make = (
           yield* bell.idle
           continue
         }
-        const free = capacity - room.active - room.buffered
+        const free = capacity() - room.active - room.buffered
         if (free < (room.buffered === 0 ? 1 : batch)) {
           yield* Queue.take(slotFreed)
           continue
@@ -161,6 +164,7 @@ export const make = (
               []
             ))
         room.buffered += rows.length
+        room.contended = Math.max(0, room.contended - rows.length)
         yield* Queue.offerAll(ready, rows)
         // Fewer than asked: nothing more is due now; wait for a wake-up signal or the poll.
         if (rows.length < free) yield* bell.idle
@@ -190,6 +194,7 @@ export const make = (
         ),
         Effect.ensuring(Effect.zipRight(Effect.sync(() => room.active--), Queue.offer(slotFreed, undefined)))
       )
+      if (result?._tag === "Deferred") room.contended = concurrency * 2
       if (result !== undefined) yield* record(result, (yield* Clock.currentTimeMillis) - started)
     }))
 

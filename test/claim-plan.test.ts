@@ -94,6 +94,9 @@ for (const adapter of ["postgres", "sqlite", "mysql"] as const) {
             const unpinned = yield* explain(claim)
             expect(below(unpinned, "LockRows")).toContain("Sort")
             expect(unpinned).toContain("Bitmap Heap Scan")
+            // A claim of one row is sent without the pin: it takes the ordered scan by itself.
+            const single = yield* explain(strategy.statement(s.context, s.claimParts(input, 1)))
+            expect(below(single, "LockRows")).toContain(`Index Scan using ${ready} `)
           } else {
             expect(plan).toContain(`USING INDEX ${ready}`)
             expect(plan).not.toMatch(/TEMP B-TREE/)

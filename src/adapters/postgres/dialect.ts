@@ -59,7 +59,9 @@ export const postgres: Dialect = {
       // default): a table analyzed while its queue was empty estimates two pending rows, and the
       // planner then prefers a bitmap scan that reads and sorts every due row (32 ms at 20,000)
       // to the claim index's ordered scan that stops after `limit` (issue 13). Without bitmap
-      // scans, the ordered index scan wins under any estimate.
+      // scans, the ordered index scan wins under any estimate. A claim of one row needs no pin:
+      // for LIMIT 1 the planner costs only the first row, and the ordered scan wins anyway
+      // (test/claim-plan.test.ts checks both).
       pinPlan: [sql`SET LOCAL enable_bitmapscan = off`]
     },
     hostCap: {

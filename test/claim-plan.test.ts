@@ -81,22 +81,17 @@ for (const adapter of ["postgres", "sqlite", "mysql"] as const) {
         if (dialect.jobs.claim.kind === "returning") {
           const strategy = dialect.jobs.claim
           const claim = strategy.statement(s.context, s.claimParts(input, 20, strategy.newToken))
-          const plan = yield* db.withTransaction(Effect.gen(function*() {
-            for (const st of strategy.pinPlan) yield* db.query(st.sql, st.params)
-            return yield* explain(claim)
-          }))
+          const plan = yield* explain(claim)
           const ready = indexName(tables.jobs, "ready")
           if (adapter === "postgres") {
             // The rows are locked as the ready index yields them, in order: no sort before LIMIT.
             expect(below(plan, "LockRows")).toContain(`Index Scan using ${ready} `)
             expect(plan).not.toMatch(/Bitmap|Seq Scan/)
-            // Why the plan is pinned: left to these statistics, PostgreSQL reads and sorts every due row.
-            const unpinned = yield* explain(claim)
-            expect(below(unpinned, "LockRows")).toContain("Sort")
-            expect(unpinned).toContain("Bitmap Heap Scan")
-            // A claim of one row is sent without the pin: it takes the ordered scan by itself.
-            const single = yield* explain(strategy.statement(s.context, s.claimParts(input, 1)))
-            expect(below(single, "LockRows")).toContain(`Index Scan using ${ready} `)
+            // Why the limit is hidden in a subquery: shown the limit, on these statistics,
+            // PostgreSQL reads and sorts every due row.
+            const shown = yield* explain({ ...claim, sql: claim.sql.replace(/LIMIT \(SELECT (\d+)\)/, "LIMIT $1") })
+            expect(below(shown, "LockRows")).toContain("Sort")
+            expect(shown).toContain("Bitmap Heap Scan")
           } else {
             expect(plan).toContain(`USING INDEX ${ready}`)
             expect(plan).not.toMatch(/TEMP B-TREE/)

@@ -52,17 +52,17 @@ export const postgres: Dialect = {
     claim: {
       kind: "returning",
       // One statement: the subquery locks the best due rows, skipping rows other claimers hold.
+      //
+      // `LIMIT (SELECT n)`, not `LIMIT n`: statistics lag a bulk enqueue (autovacuum analyzes at
+      // most once a naptime, a minute by default), and a table analyzed while its queue was empty
+      // estimates two pending rows. Shown LIMIT 10 of an estimated two, the planner costs the
+      // whole scan and prefers a bitmap scan that reads and sorts every due row (32 ms at 20,000,
+      // issue 13) to the ready index's ordered scan that stops after n. A limit it cannot read
+      // is costed as a fraction of the rows, and the ordered scan wins under any estimate
+      // (test/claim-plan.test.ts).
       statement: ({ sql, jobs }, { set, due, limit }) =>
-        sql`UPDATE ${jobs} SET ${set} WHERE id IN (SELECT id FROM ${jobs} WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT ${limit} FOR UPDATE SKIP LOCKED) RETURNING ${JOB_COLUMNS}`,
-      newToken: new RawSql("gen_random_uuid()::text"),
-      // Statistics lag a bulk enqueue (autovacuum analyzes at most once a naptime, a minute by
-      // default): a table analyzed while its queue was empty estimates two pending rows, and the
-      // planner then prefers a bitmap scan that reads and sorts every due row (32 ms at 20,000)
-      // to the claim index's ordered scan that stops after `limit` (issue 13). Without bitmap
-      // scans, the ordered index scan wins under any estimate. A claim of one row needs no pin:
-      // for LIMIT 1 the planner costs only the first row, and the ordered scan wins anyway
-      // (test/claim-plan.test.ts checks both).
-      pinPlan: [sql`SET LOCAL enable_bitmapscan = off`]
+        sql`UPDATE ${jobs} SET ${set} WHERE id IN (SELECT id FROM ${jobs} WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT (SELECT ${limit}) FOR UPDATE SKIP LOCKED) RETURNING ${JOB_COLUMNS}`,
+      newToken: new RawSql("gen_random_uuid()::text")
     },
     hostCap: {
       kind: "lockHostRow",

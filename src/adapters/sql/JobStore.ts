@@ -316,24 +316,10 @@ export const make = (
       // Retried where each claim statement or transaction runs: once per rolled-back statement.
       claim,
       finish,
-      claimMany: (input, limit) => {
-        if (limit < 1) return Effect.succeed([])
-        const claim = claimRows(input, limit)
-        // One row needs no pin (see the dialect's pinPlan): it saves a transaction's three round trips.
-        const pin = d.claim.kind === "returning" && limit > 1 ? d.claim.pinPlan : []
-        if (pin.length === 0) return retryTransient(dialect, "claim", claim)
-        // Its own transaction, so the pinned settings end with it (never inside the caller's).
-        return retryTransient(
-          dialect,
-          "claim",
-          Effect.flatMap(inTransaction, (inside) =>
-            inside ? claim : transaction(Effect.zipRight(Effect.forEach(pin, rows, { discard: true }), claim)))
-        )
-      },
-      giveBack: (id, token, now) =>
-        yes("give back", s.giveBack(id, token, now)),
-      defer: (id, token, now, runAt, leaseName) =>
-        yes("defer", s.defer(id, token, now, runAt, leaseName)),
+      claimMany: (input, limit) =>
+        limit < 1 ? Effect.succeed([]) : retryTransient(dialect, "claim", claimRows(input, limit)),
+      giveBack: (id, token, now) => yes("give back", s.giveBack(id, token, now)),
+      defer: (id, token, now, runAt, leaseName) => yes("defer", s.defer(id, token, now, runAt, leaseName)),
       heartbeat: (id, token, now, staleAt) => yes("heartbeat", s.heartbeat(id, token, now, staleAt)),
       // Rows past their deadline, then rows without one that core's isStale judges stale (read
       // apart, so live ones of those never crowd the others out of the limit).

@@ -121,11 +121,6 @@ export type ClaimStrategy =
     readonly kind: "returning"
     readonly statement: (c: JobSqlContext, parts: ClaimParts) => Statement
     readonly newToken: RawSql
-    /**
-     * Run first, in the batch claim's own transaction, so the claim keeps its plan whatever the
-     * table's statistics say (PostgreSQL: `SET LOCAL …`; none elsewhere).
-     */
-    readonly pinPlan: ReadonlyArray<Statement>
   }
   /**
    * In one transaction, lock up to `limit` due rows with `pickDue` (skipping rows others hold),

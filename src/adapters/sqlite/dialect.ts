@@ -50,8 +50,7 @@ export const sqlite: Dialect = {
       kind: "returning",
       statement: claimStatement,
       // 36 hex characters, the width of the claim token column.
-      newToken: new RawSql("lower(hex(randomblob(18)))"),
-      pinPlan: []
+      newToken: new RawSql("lower(hex(randomblob(18)))")
     },
     hostCap: { kind: "countInClaim", statement: claimStatement },
     wakeups: { kind: "poll" },

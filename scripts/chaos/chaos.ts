@@ -30,11 +30,10 @@ import { Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { closeSync, mkdirSync, mkdtempSync, openSync, rmdirSync, rmSync } from "node:fs"
-import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
 import { dirname, join, resolve } from "node:path"
 import { createInterface } from "node:readline"
-import { fileURLToPath, pathToFileURL } from "node:url"
+import { fileURLToPath } from "node:url"
 import { Job, JobStore, Migrator } from "../../src/index.ts"
 import {
   type CheckResult,
@@ -59,7 +58,33 @@ import {
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..")
 const WORKER_ENTRY = join(ROOT, "scripts/chaos/worker.ts")
-const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href
+
+/**
+ * The worker process's script: worker.ts and the code it imports from this repository, compiled
+ * into one file by esbuild (which tsx brings), so each of the dozen or so
+ * worker processes of a run starts on plain node instead of loading TypeScript through tsx (about
+ * 1.3 s against 2.4 s each on a busy machine). Packages stay in node_modules, so the file is
+ * written under node_modules/.cache, from where node finds them.
+ */
+let workerScript = ""
+const buildWorker = async (): Promise<string> => {
+  const { build } = await import("esbuild")
+  const outfile = join(ROOT, "node_modules", ".cache", "leasehold-chaos", `worker-${process.pid}-${Date.now()}.mjs`)
+  await build({
+    entryPoints: [WORKER_ENTRY],
+    outfile,
+    bundle: true,
+    format: "esm",
+    platform: "node",
+    target: "node20",
+    packages: "external",
+    sourcemap: "inline",
+    logLevel: "warning",
+    // Packages resolve from the repository, as they did for the TypeScript entry.
+    absWorkingDir: ROOT
+  })
+  return outfile
+}
 
 /** What a chaos run does. */
 export interface ChaosOptions {
@@ -287,7 +312,7 @@ class Scenario {
   spawnProcess(): Spare {
     const n = this.processes++
     const logFd = openSync(join(this.dir, `process-${n}.log`), "a")
-    const proc = spawn(process.execPath, ["--import", TSX_LOADER, WORKER_ENTRY], {
+    const proc = spawn(process.execPath, ["--enable-source-maps", workerScript], {
       cwd: ROOT,
       env: {
         ...process.env,
@@ -728,6 +753,7 @@ export const runChaos = async (partial: Partial<ChaosOptions> = {}): Promise<Cha
   const runDir = mkdtempSync(join(tmpdir(), "leasehold-chaos-"))
   const anchorMs = Date.now()
   try {
+    workerScript = await buildWorker()
     const scenarios = o.dbs.map((kind, i) => new Scenario(kind, o, anchorMs, runDir, i))
     const reports = await Promise.all(scenarios.map((s) => s.run()))
     const databases: Partial<Record<DbKind, DbReport>> = {}
@@ -740,6 +766,7 @@ export const runChaos = async (partial: Partial<ChaosOptions> = {}): Promise<Cha
     }
   } finally {
     killAllChildren()
+    if (workerScript !== "") rmSync(workerScript, { force: true })
     // Only the run's own directory, and only when empty: a failed database's logs stay.
     try {
       rmdirSync(runDir)

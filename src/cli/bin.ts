@@ -4,32 +4,22 @@
  * loader. A job module written in TypeScript (`--jobs ./src/jobs.ts`) is compiled through tsx,
  * registered only then (./jobModule.ts).
  *
- * `leasehold [command…] --help` (or `-h`) prints that command's page from ./helpPages.ts without
- * loading @effect/cli and effect (about 0.6 s of module loading on Node 20, most of the time a
- * help page takes). The pages are the live CLI's own output: the CLI tests (test/support/cli.ts)
+ * `leasehold [command…] --help` (or `-h`) prints that command's page from ./helpPages.ts
+ * (./fastHelp.ts) without loading @effect/cli and effect (about 0.6 s of module loading on Node
+ * 20, most of the time a help page takes). The pages are the live CLI's own output: the CLI tests (test/support/cli.ts)
  * generate them and fail when one differs from what the live CLI prints (`npx vitest run
  * test/cli-sqlite.test.ts -u` rewrites the file). Anything else runs the CLI (./main.ts).
  */
 import module from "node:module"
-import { colourFor, stripAnsi } from "./colour.ts" // Node 22.1+ keeps the compiled code of the modules the CLI loads between runs (tsc does the
+import { fastHelp } from "./fastHelp.ts" // Node 22.1+ keeps the compiled code of the modules the CLI loads between runs (tsc does the
  // same); Node 20 has no such cache, and the call is skipped.
 ;(module as { enableCompileCache?: () => unknown }).enableCompileCache?.()
 
 const argv = process.argv.slice(2)
-
-/** The command path of a plain help request (`jobs list --help` → "jobs list"), or undefined. */
-const helpRequest = (args: ReadonlyArray<string>): string | undefined => {
-  const last = args.at(-1)
-  if (last !== "--help" && last !== "-h") return undefined
-  const path = args.slice(0, -1)
-  return path.every((a) => /^[a-z]+$/.test(a)) ? path.join(" ") : undefined
-}
-
-const page = helpRequest(argv)
-const text = page === undefined ? undefined : (await import("./helpPages.ts")).HELP_PAGES[page]
+const text = await fastHelp(argv, process.stdout, process.env)
 
 if (text !== undefined) {
-  process.stdout.write(colourFor(process.stdout) ? text : stripAnsi(text))
+  process.stdout.write(text)
 } else {
   const { run } = await import("./main.ts")
   run(argv)

@@ -4,7 +4,11 @@
  * them before anything else is loaded.
  */
 
-/** The environment the decisions below read (process.env by default; tests may pass their own). */
+/**
+ * The environment the decisions below read: the process's for the `leasehold` binary, the one a
+ * caller gives for `runInProcess` (src/cli/main.ts). Always passed in, never read from `process`
+ * here, so that a run in a process of its own and a run inside another one decide alike.
+ */
 export type Env = Readonly<Record<string, string | undefined>>
 
 /**
@@ -13,7 +17,7 @@ export type Env = Readonly<Record<string, string | undefined>>
  * https://no-color.org) forbids it; otherwise only a terminal that is not `TERM=dumb` gets colour,
  * never a pipe or a file.
  */
-export const colourFor = (stream: { readonly isTTY?: boolean }, env: Env = process.env): boolean => {
+export const colourFor = (stream: { readonly isTTY?: boolean }, env: Env): boolean => {
   const force = env.FORCE_COLOR
   if (force !== undefined) return !(force === "0" || force.toLowerCase() === "false")
   if (env.NO_COLOR !== undefined && env.NO_COLOR !== "") return false
@@ -30,10 +34,7 @@ export const stripAnsi = (text: string): string => text.replace(ANSI, "")
  * width when stdout is one, else unlimited. Piped or redirected output is never cut: it is read
  * by grep, awk or a file, where a cut value is a lost value (and `--json` is there for scripts).
  */
-export const outputWidth = (
-  stdout: { readonly isTTY?: boolean; readonly columns?: number } = process.stdout,
-  env: Env = process.env
-): number => {
+export const outputWidth = (stdout: { readonly isTTY?: boolean; readonly columns?: number }, env: Env): number => {
   const columns = Number(env.COLUMNS)
   if (env.COLUMNS !== undefined && Number.isInteger(columns) && columns > 0) return columns
   if (stdout.isTTY === true && typeof stdout.columns === "number" && stdout.columns > 0) return stdout.columns

@@ -6,11 +6,11 @@
 import * as Cause from "effect/Cause"
 import * as Console from "effect/Console"
 import * as Data from "effect/Data"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import { isMissingSchema } from "../adapters/schemaErrors.ts"
-import { outputWidth } from "./colour.ts"
+import { currentWidth } from "./terminal.ts"
 
 /** A problem with what the user typed or pointed us at: printed as one line. */
 export class CliError extends Data.TaggedError("CliError")<{ readonly message: string }> {}
@@ -104,14 +104,14 @@ const fitWidths = (
 
 /**
  * Records as a plain-text table with the given columns: "(none)" when empty, null as "-",
- * whitespace folded so that a row stays one line, and as wide as `width` allows
- * (`outputWidth()`: the terminal's width, or unlimited when piped), long cells cut with "…"
- * (the `keep` columns, such as ids, last).
+ * whitespace folded so that a row stays one line, and as wide as `width` allows (`print` hands
+ * it over: the terminal's width, or unlimited when piped; ./colour.ts, `outputWidth`), long
+ * cells cut with "…" (the `keep` columns, such as ids, last).
  */
 export const table = (
   records: ReadonlyArray<object>,
   columns: ReadonlyArray<string>,
-  options: { readonly keep?: ReadonlyArray<string>; readonly width?: number } = {}
+  options: { readonly keep?: ReadonlyArray<string>; readonly width: number }
 ): string => {
   const rows = (records as ReadonlyArray<Record<string, unknown>>).map((r) => columns.map((c) => cellText(r[c])))
   if (rows.length === 0) return "(none)"
@@ -119,15 +119,24 @@ export const table = (
   const minimum = columns.map((c, i) => Math.min(natural[i]!, Math.max(c.length, 4)))
   const kept = columns.map((c) => options.keep?.includes(c) === true)
   const gaps = 2 * (columns.length - 1)
-  const widths = fitWidths(natural, minimum, kept, (options.width ?? outputWidth()) - gaps)
+  const widths = fitWidths(natural, minimum, kept, options.width - gaps)
   const line = (values: ReadonlyArray<string>) =>
     values.map((v, i) => fit(v, widths[i]!).padEnd(widths[i]!)).join("  ").trimEnd()
   return [line(columns), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n")
 }
 
-/** Prints `value` as JSON with `--json`, otherwise the human text (built only when needed). */
-export const print = (c: { readonly json: boolean }, value: unknown, human: () => string): Effect.Effect<void> =>
-  Console.log(c.json ? JSON.stringify(value, null, 2) : human())
+/**
+ * Prints `value` as JSON with `--json`, otherwise the human text (built only when needed, for
+ * output `width` characters wide: the run's, src/cli/terminal.ts `currentWidth`).
+ */
+export const print = (
+  c: { readonly json: boolean },
+  value: unknown,
+  human: (width: number) => string
+): Effect.Effect<void> =>
+  c.json
+    ? Console.log(JSON.stringify(value, null, 2))
+    : Effect.flatMap(currentWidth, (width) => Console.log(human(width)))
 
 /** Epoch ms as an ISO-8601 time; null stays null. */
 export const iso = (ms: number | null | undefined): string | null =>

@@ -19,7 +19,10 @@ import * as Path from "@effect/platform/Path"
 import * as Terminal from "@effect/platform/Terminal"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Cause from "effect/Cause"
+import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
@@ -30,11 +33,11 @@ import { jobs, jobsSubcommands } from "./commands/jobs.ts"
 import { leases, leasesSubcommands } from "./commands/leases.ts"
 import { migrate, migrateSubcommands } from "./commands/migrate.ts"
 import { worker } from "./commands/worker.ts"
-import { stripAnsi } from "./colour.ts"
+import { type Env, stripAnsi } from "./colour.ts"
 import { failureMessage, oneLine } from "./format.ts"
 import { textLogger } from "./logging.ts"
 import { CHOICE_OPTIONS, COMMANDS_WITH_JOBS, INTEGER_OPTIONS, JOBS_ENV, VALUE_OPTIONS } from "./options.ts"
-import { cliConsole, takeHeld } from "./terminal.ts"
+import { type CliIo, CurrentSession, makeSession, type Output, processIo } from "./terminal.ts"
 
 /** The CLI's version, as `--version` and the help show it. */
 export const VERSION = "0.1.0"
@@ -81,7 +84,7 @@ const commandOf = (argv: ReadonlyArray<string>): string | undefined => argv.find
  * it. `--jobs` is declared required (its usage line says so); the environment variable stands in
  * for it here rather than as an @effect/cli fallback, which would show it as optional.
  */
-export const withJobsFromEnv = (argv: ReadonlyArray<string>, env = process.env): ReadonlyArray<string> => {
+export const withJobsFromEnv = (argv: ReadonlyArray<string>, env: Env): ReadonlyArray<string> => {
   const command = commandOf(argv)
   const module = env[JOBS_ENV]
   if (command === undefined || !COMMANDS_WITH_JOBS.has(command) || module === undefined || module === "") return argv
@@ -218,68 +221,151 @@ export const usageMessage = (text: string, argv: ReadonlyArray<string>): string 
 /**
  * The services @effect/cli asks for. No option here reads a file, so the file system is
  * @effect/platform's no-op one (NodeContext would load the whole Node platform for nothing); the
- * terminal is stdout, and only `--wizard`, the one thing that prompts, gets node's real terminal.
+ * terminal is the run's stdout, and only `--wizard`, the one thing that prompts, gets node's real
+ * terminal.
  */
 const platformLayer = (
-  argv: ReadonlyArray<string>
+  argv: ReadonlyArray<string>,
+  stdout: Output
 ): Layer.Layer<FileSystem.FileSystem | Path.Path | Terminal.Terminal> => {
   const terminal: Layer.Layer<Terminal.Terminal> = argv.includes("--wizard")
     ? Layer.unwrapEffect(
       Effect.promise(() => import("@effect/platform-node/NodeTerminal")).pipe(Effect.map((m) => m.layer))
     )
     : Layer.succeed(Terminal.Terminal, {
-      columns: Effect.sync(() => process.stdout.columns ?? 80),
-      rows: Effect.sync(() => process.stdout.rows ?? 24),
-      isTTY: Effect.sync(() => process.stdout.isTTY === true),
+      columns: Effect.sync(() => stdout.columns ?? 80),
+      rows: Effect.sync(() => stdout.rows ?? 24),
+      isTTY: Effect.sync(() => stdout.isTTY === true),
       readInput: Effect.dieMessage("leasehold does not prompt (only --wizard does)"),
       readLine: Effect.dieMessage("leasehold does not prompt (only --wizard does)"),
-      display: (text) => Effect.sync(() => void process.stdout.write(text))
+      display: (text) => Effect.sync(() => void stdout.write(text))
     })
   return Layer.mergeAll(FileSystem.layerNoop({}), Path.layer, terminal)
 }
 
-/** Runs the CLI on `argv` (without node and script), printing failures as one line. */
-export const main = (argv: ReadonlyArray<string>) => {
+/**
+ * The environment as config (`--database-url` and `--prefix` fall back to LEASEHOLD_DATABASE_URL
+ * and LEASEHOLD_PREFIX through it): the run's `env`, read the way effect's own `fromEnv` reads
+ * the process's (flat names, `_` between path segments).
+ */
+const configFrom = (env: Env): ConfigProvider.ConfigProvider =>
+  ConfigProvider.fromMap(
+    new Map(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined)),
+    { pathDelim: "_" }
+  )
+
+/**
+ * Runs the CLI on `argv` (without node and script) with `io`'s environment and streams, printing
+ * failures as one line; succeeds with the exit code (0; 1 for a failed command; 2 for a command
+ * line that does not parse). Interrupting it is how SIGINT and SIGTERM stop a worker (`run`).
+ */
+export const main = (argv: ReadonlyArray<string>, io: CliIo = processIo()): Effect.Effect<number> => {
   const logLevel = takeLogLevel(argv)
   if (logLevel.error !== undefined) {
     const error = logLevel.error
     return Effect.sync(() => {
-      process.stderr.write(`leasehold: ${error}\n`)
-      process.exitCode = 2
+      io.stderr.write(`leasehold: ${error}\n`)
+      return 2
     })
   }
-  const args = withJobsFromEnv(logLevel.argv)
+  const args = withJobsFromEnv(logLevel.argv, io.env)
   // The worker reports what it does at info; other commands speak up only for warnings;
   // --log-level overrides either.
   const level = logLevel.level ?? (commandOf(args) === "worker" ? LogLevel.Info : LogLevel.Warning)
+  const session = makeSession(io)
   return cli(["node", "leasehold", ...args]).pipe(
+    Effect.as(0),
     Effect.catchAllCause((cause) => {
-      if (Cause.isInterruptedOnly(cause)) return Effect.void
+      if (Cause.isInterruptedOnly(cause)) return Effect.succeed(0)
       const failure = Cause.failureOption(cause)
       if (isCliValidation(failure)) {
-        const held = takeHeld()
+        const held = session.takeHeld()
         // Asking for help is not a failure; a bad command line is a usage error (exit 2).
-        if (ValidationError.isHelpRequested(failure.value)) return Effect.sync(() => void (process.exitCode = 0))
+        if (ValidationError.isHelpRequested(failure.value)) return Effect.succeed(0)
         return Effect.sync(() => {
-          process.stderr.write(`leasehold: ${usageMessage(held, args)}\n`)
-          process.exitCode = 2
+          io.stderr.write(`leasehold: ${usageMessage(held, args)}\n`)
+          return 2
         })
       }
       return Effect.sync(() => {
-        process.stderr.write(`leasehold: ${failureMessage(cause)}\n`)
-        process.exitCode = 1
+        io.stderr.write(`leasehold: ${failureMessage(cause)}\n`)
+        return 1
       })
     }),
     Logger.withMinimumLogLevel(level),
     Effect.provide(Logger.replace(Logger.defaultLogger, textLogger)),
-    Effect.provide(platformLayer(args)),
-    Effect.withConsole(cliConsole())
+    Effect.provide(platformLayer(args, io.stdout)),
+    Effect.withConfigProvider(configFrom(io.env)),
+    Effect.provideService(CurrentSession, session),
+    Effect.withConsole(session.console)
   )
 }
 
 /**
- * Runs the CLI as a process: SIGINT and SIGTERM interrupt it, which closes the worker's scope
- * (graceful shutdown), and the exit code says how it went.
+ * Runs the CLI as a process (src/cli/bin.ts): SIGINT and SIGTERM interrupt it, which closes the
+ * worker's scope (graceful shutdown), and the exit code says how it went.
  */
 export const run = (argv: ReadonlyArray<string>): void =>
-  NodeRuntime.runMain(main(argv), { disableErrorReporting: true, disablePrettyLogger: true })
+  NodeRuntime.runMain(
+    Effect.flatMap(main(argv), (code) => Effect.sync(() => void (process.exitCode = code))),
+    { disableErrorReporting: true, disablePrettyLogger: true }
+  )
+
+/** What a run of the CLI inside the calling process printed, and the exit code it would have had. */
+export interface InProcessResult {
+  readonly code: number
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** How `runInProcess` runs the CLI. */
+export interface InProcessOptions {
+  /** The environment the CLI reads instead of the process's (LEASEHOLD_*, NO_COLOR, COLUMNS, …). */
+  readonly env?: Env
+  /** Both streams look like a terminal this many columns wide (colour, table width). */
+  readonly terminal?: { readonly columns: number }
+  /** Aborting it does what SIGINT or SIGTERM does to the binary. */
+  readonly signal?: AbortSignal
+  /** Called with each piece of stderr text as it is written (a running worker's log lines). */
+  readonly onStderr?: (text: string) => void
+}
+
+/**
+ * Runs the CLI on `argv` inside the calling process, as the `leasehold` binary would in a
+ * process of its own (minus bin.ts's help pages, src/cli/fastHelp.ts), but with `options.env`
+ * for the process environment (default: this process's) and with stdout and stderr captured.
+ * Aborting `options.signal` does what SIGINT or SIGTERM does to the binary (a worker finishes
+ * its running jobs within the grace period, then the run ends with code 0). Nothing here touches
+ * `process.exitCode` or exits. What is the process's stays the process's: the working directory,
+ * and tsx's hooks once a TypeScript job module registered them (./jobModule.ts). The CLI tests
+ * use it (test/support/cli.ts) to spare each command a node start-up.
+ */
+export const runInProcess = async (
+  argv: ReadonlyArray<string>,
+  options: InProcessOptions = {}
+): Promise<InProcessResult> => {
+  let stdout = ""
+  let stderr = ""
+  const stream = (append: (text: string) => void): Output =>
+    options.terminal === undefined
+      ? { write: append }
+      : { isTTY: true, columns: options.terminal.columns, rows: 24, write: append }
+  const io: CliIo = {
+    env: options.env ?? process.env,
+    stdout: stream((text) => void (stdout += text)),
+    stderr: stream((text) => {
+      stderr += text
+      options.onStderr?.(text)
+    })
+  }
+  const fiber = Effect.runFork(main(argv, io))
+  const interrupt = () => fiber.unsafeInterruptAsFork(fiber.id())
+  if (options.signal?.aborted === true) interrupt()
+  options.signal?.addEventListener("abort", interrupt, { once: true })
+  const exit = await Effect.runPromise(Fiber.await(fiber))
+  options.signal?.removeEventListener("abort", interrupt)
+  // Like the binary: an interrupted run exits 0 (src/cli/main.ts `run`, NodeRuntime's teardown),
+  // anything main did not catch 1.
+  const code = Exit.isSuccess(exit) ? exit.value : Cause.isInterruptedOnly(exit.cause) ? 0 : 1
+  return { code, stdout, stderr }
+}

@@ -240,6 +240,8 @@ export const exclusiveConformance = (adapter: AdapterName) =>
       Effect.gen(function*() {
         const gate = yield* Deferred.make<void>()
         const beaten = yield* Deferred.make<void>()
+        // Held open after the heartbeat, so the test reads the lease before the run ends and releases it.
+        const checked = yield* Deferred.make<void>()
         const Beat = define({
           name: "Beat",
           schema: Account,
@@ -250,6 +252,7 @@ export const exclusiveConformance = (adapter: AdapterName) =>
               yield* Deferred.await(gate)
               yield* heartbeat
               yield* Deferred.succeed(beaten, undefined)
+              yield* Deferred.await(checked)
             })
         })
         yield* withJobs(
@@ -265,6 +268,7 @@ export const exclusiveConformance = (adapter: AdapterName) =>
             yield* Deferred.succeed(gate, undefined)
             yield* Deferred.await(beaten)
             expect(Option.getOrThrow(yield* lease("job:Beat")).expiresAt).toBe(T0 + 300 * SECOND + 1200 * SECOND)
+            yield* Deferred.succeed(checked, undefined)
             expect(yield* Fiber.join(fiber)).toMatchObject({ _tag: "Completed", leaseLost: false })
             expect(yield* lease("job:Beat")).toEqual(Option.none())
           })

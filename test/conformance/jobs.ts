@@ -569,7 +569,7 @@ export const jobConformance = (adapter: AdapterName) =>
       withJobs(
         [Ok],
         withLog(Effect.gen(function*() {
-          const total = adapter === "postgres" || adapter === "mysql" ? 2000 : 400
+          const total = adapter === "postgres" || adapter === "mysql" ? 1000 : 400
           const store = yield* JobStore
           yield* TestClock.setTime(T0)
           // setup: the rows go in several at a time (their order does not matter: all are due at T0)

@@ -1,7 +1,7 @@
 /**
  * Vitest's global setup: builds dist/ (`tsc -b tsconfig.build.json`, the same as `npm run build`)
  * before any test file runs, and again before each rerun in watch mode, so the CLI tests
- * (test/support/cli.ts), which spawn the compiled CLI, never run a stale build. Build mode skips
+ * (test/support/cli.ts), which run the compiled CLI, never run a stale build. Build mode skips
  * the compiler when no input is newer than dist/.tsbuildinfo (0.3 s here); after an edit it
  * compiles incrementally. Type errors do not stop the tests (tsc still emits, and vitest never
  * type-checks: `tsc --noEmit` in `npm test` does); they are printed as a warning.

@@ -1,12 +1,21 @@
 /**
- * The CLI end to end, as a spawned process, on SQLite, PostgreSQL and MariaDB: migrate,
- * enqueue, jobs, leases, drain/resume/status, bad input (one line on stderr, exit ≠ 0, no stack
- * trace), and a worker that finishes its running job when sent SIGTERM; then how it behaves
- * (issue 12, item 6): database URLs, errors and their hints, option errors, colour, help, log
- * levels, table widths, JSON, and the `--help` pages served without loading the CLI. The process
- * is the compiled CLI on plain node (dist/cli/bin.js), as installed; vitest's global setup
- * (test/support/build.ts) builds dist/ first. What does not depend on the database runs once, in
- * the SQLite file.
+ * The CLI end to end on SQLite, PostgreSQL and MariaDB: migrate, enqueue, jobs, leases,
+ * drain/resume/status, bad input (one line on stderr, exit ≠ 0, no stack trace), and a worker
+ * that finishes its running job when sent SIGTERM; then how it behaves (issue 12, item 6):
+ * database URLs, errors and their hints, option errors, colour, help, log levels, table widths,
+ * JSON, and the `--help` pages served without loading the CLI. What does not depend on the
+ * database runs once, in the SQLite file.
+ *
+ * It is the compiled CLI (dist/, built first by vitest's global setup, test/support/build.ts),
+ * loaded by node itself (vitest.config.ts leaves dist/ to node), so the job fixtures' imports
+ * of "leasehold" meet the CLI's own modules, as they do for the installed binary. Most commands
+ * run in this process (`runInProcess` of src/cli/main.ts: the same code with the environment
+ * given and the output captured, what bin.js would print for a help page first, as bin.js does;
+ * src/cli/fastHelp.ts), since a process of its own costs each command most of a second of module
+ * loading. What only a process of its own shows runs as one (`spawned`): on every database a
+ * migrate, an enqueue and a list through dist/cli/bin.js, and the worker stopped by SIGTERM; on
+ * SQLite a failure's and a usage error's exit codes, the `--help` pages bin.js serves, colour
+ * and width on a pseudo-terminal (`script`), and tsx registered for a TypeScript job module.
  */
 import { execFile, spawn } from "node:child_process"
 import { lookup } from "node:dns/promises"
@@ -20,12 +29,14 @@ import pg from "pg"
 import { afterAll, describe, expect, it } from "vitest"
 import { migrations } from "../../src/adapters/sql/schema.ts"
 import { stripAnsi } from "../../src/cli/colour.ts"
-import { commandPaths } from "../../src/cli/main.ts"
-import { MYSQL_URL, PG_URL, uniquePrefix } from "./databases.ts"
+import type * as FastHelp from "../../src/cli/fastHelp.ts"
+import type * as CliMain from "../../src/cli/main.ts"
+import { MYSQL_URL, PG_URL, uniquePrefix } from "./urls.ts"
 
 const ROOT = join(import.meta.dirname, "..", "..")
 const BIN = join(ROOT, "dist", "cli", "bin.js")
 const MAIN = pathToFileURL(join(ROOT, "dist", "cli", "main.js")).href
+const FAST_HELP = pathToFileURL(join(ROOT, "dist", "cli", "fastHelp.js")).href
 const HELP_PAGES = join(ROOT, "src", "cli", "helpPages.ts")
 const JOBS = join(import.meta.dirname, "..", "fixtures", "jobs.mjs")
 const TYPESCRIPT_JOBS = join(import.meta.dirname, "..", "fixtures", "typescript-jobs.ts")
@@ -34,6 +45,12 @@ const FAILING_EFFECT_JOBS = join(import.meta.dirname, "..", "fixtures", "failing
 
 /** A command slower than this is reported (not failed): the machines are shared and noisy. */
 const SLOW_COMMAND_MS = 10_000
+
+/** The compiled CLI, as bin.js loads it (node's own import: vitest.config.ts leaves dist/ to node). */
+const cliMain = await import(MAIN) as typeof CliMain
+const { fastHelp } = await import(FAST_HELP) as typeof FastHelp
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 const dir = mkdtempSync(join(tmpdir(), "leasehold-cli-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -81,6 +98,20 @@ interface Result {
   readonly stderr: string
 }
 
+/** How test/support/cli.ts runs one command. */
+interface RunOptions {
+  readonly env?: NodeJS.ProcessEnv
+  readonly cwd?: string
+  /** dist/cli/bin.js in a process of its own instead of this one. */
+  readonly spawned?: boolean
+  /** In this process: interrupts the run the way SIGTERM stops the binary (a worker). */
+  readonly signal?: AbortSignal
+  /** In this process: each piece of stderr as it is written (a running worker's log lines). */
+  readonly onStderr?: (text: string) => void
+  /** In this process: stdout and stderr are a terminal this many columns wide. */
+  readonly terminal?: number
+}
+
 /**
  * Registers a test only where it applies: a check that does not depend on the database runs once,
  * on SQLite, and is not reported as skipped on the others.
@@ -104,41 +135,65 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
       COLUMNS: undefined,
       LEASEHOLD_PREFIX: undefined
     }
-    // Asynchronous, so the test worker's event loop stays free while a command runs. A slow
-    // command is reported on stderr rather than hidden.
-    const run = (
-      args: ReadonlyArray<string>,
-      options: {
-        readonly env?: NodeJS.ProcessEnv
-        readonly cwd?: string
-        /** What node runs instead of dist/cli/bin.js (node's own options and a script). */
-        readonly script?: ReadonlyArray<string>
-      } = {}
-    ) =>
+    /** dist/cli/bin.js in a process of its own: what a real exit code, signals or a terminal need. */
+    const spawned = (args: ReadonlyArray<string>, runEnv: NodeJS.ProcessEnv, cwd?: string) =>
       new Promise<Result>((resolve) => {
-        const started = Date.now()
+        // Asynchronous, so the test worker's event loop stays free while the command runs.
         execFile(
           process.execPath,
-          [...(options.script ?? [BIN]), ...args],
-          { env: { ...env, ...options.env }, cwd: options.cwd, encoding: "utf8", timeout: 60_000 },
-          (error, stdout, stderr) => {
-            const took = Date.now() - started
-            if (took > SLOW_COMMAND_MS) {
-              console.warn(
-                `leasehold ${args.slice(0, 2).join(" ")} took ${(took / 1000).toFixed(1)} s (machine under load?)`
-              )
-            }
+          [BIN, ...args],
+          { env: runEnv, cwd, encoding: "utf8", timeout: 60_000 },
+          (error, stdout, stderr) =>
             resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr })
-          }
         )
       })
+    /**
+     * The CLI in this process, as bin.js runs it: a help page without loading the CLI if it is
+     * one, else the CLI with `runEnv` for its environment. Its output is no terminal (as when
+     * piped) unless `terminal` says so. A working directory is this process's: changed for the
+     * run only (a file's tests run one at a time).
+     */
+    const inProcess = async (args: ReadonlyArray<string>, runEnv: NodeJS.ProcessEnv, options: RunOptions) => {
+      const previous = process.cwd()
+      if (options.cwd !== undefined) process.chdir(options.cwd)
+      try {
+        const page = await fastHelp(args, { isTTY: options.terminal !== undefined }, runEnv)
+        if (page !== undefined) return { code: 0, stdout: page, stderr: "" }
+        return await cliMain.runInProcess(args, {
+          env: runEnv,
+          signal: options.signal,
+          onStderr: options.onStderr,
+          terminal: options.terminal === undefined ? undefined : { columns: options.terminal }
+        })
+      } finally {
+        process.chdir(previous)
+      }
+    }
+    /** One command, in this process unless `spawned`; a slow one is reported on stderr rather than hidden. */
+    const run = async (args: ReadonlyArray<string>, options: RunOptions = {}): Promise<Result> => {
+      const started = Date.now()
+      const runEnv = { ...env, ...options.env }
+      const result = options.spawned === true
+        ? await spawned(args, runEnv, options.cwd)
+        : await inProcess(args, runEnv, options)
+      const took = Date.now() - started
+      if (took > SLOW_COMMAND_MS) {
+        console.warn(`leasehold ${args.slice(0, 2).join(" ")} took ${(took / 1000).toFixed(1)} s (machine under load?)`)
+      }
+      return result
+    }
     const cli = (...args: Array<string>) => run([...args, "--prefix", target.prefix])
-    const json = async (...args: Array<string>) => {
-      const r = await cli(...args, "--json")
+    /** `cli`, through dist/cli/bin.js in a process of its own. */
+    const spawnedCli = (...args: Array<string>) => run([...args, "--prefix", target.prefix], { spawned: true })
+    const parsed = async (result: Promise<Result>) => {
+      const r = await result
       expect(r.stderr).toBe("")
       expect(r.code).toBe(0)
       return JSON.parse(r.stdout)
     }
+    const json = (...args: Array<string>) => parsed(cli(...args, "--json"))
+    /** `json`, through dist/cli/bin.js in a process of its own. */
+    const spawnedJson = (...args: Array<string>) => parsed(spawnedCli(...args, "--json"))
     const query = async (sql: string): Promise<ReadonlyArray<Record<string, unknown>>> => {
       if (target.name !== "sqlite") return serverQuery(target.name, sql)
       const db = new Sqlite(target.url)
@@ -178,7 +233,8 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
     })
 
     it("migrate applies once; status reports applied, pending and the lock", async () => {
-      const first = await json("migrate")
+      // through the binary once: the installed command, as a user runs it
+      const first = await spawnedJson("migrate")
       expect(first.applied.map((m: { id: number }) => m.id)).toEqual(migrations.map((m) => m.id))
       for (const m of first.applied) expect(m.appliedAt).toMatch(ISO)
       expect((await json("migrate")).applied).toEqual([])
@@ -189,13 +245,19 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
     })
 
     it("enqueue, jobs list, stats, and the duplicate of a unique key", async () => {
-      const a = await json("enqueue", "Greet", JSON.stringify({ name: "it's; -- ü" }), "--unique-key", "greet-1")
+      const a = await spawnedJson(
+        "enqueue",
+        "Greet",
+        JSON.stringify({ name: "it's; -- ü" }),
+        "--unique-key",
+        "greet-1"
+      )
       expect(a.status).toBe("pending")
       expect(await json("enqueue", "Greet", JSON.stringify({ name: "x" }), "--unique-key", "greet-1")).toMatchObject({
         id: a.id,
         duplicate: true
       })
-      const listed = await json("jobs", "list", "--status", "pending")
+      const listed = await spawnedJson("jobs", "list", "--status", "pending")
       expect(listed.map((r: { id: string }) => r.id)).toContain(a.id)
       const row = listed.find((r: { id: string }) => r.id === a.id)
       expect(JSON.parse(row.payload)).toEqual({ name: "it's; -- ü" })
@@ -207,7 +269,12 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
     })
 
     it("bad input: one line on stderr, a non-zero exit, no stack trace, nothing written", async () => {
-      failsCleanly(await cli("enqueue", "Greet", "{not json"), /^leasehold: payload is not valid JSON/)
+      // through the binary once (the database plays no part: on SQLite only): its exit code and
+      // its stderr, as a shell sees them
+      failsCleanly(
+        await (target.name === "sqlite" ? spawnedCli : cli)("enqueue", "Greet", "{not json"),
+        /^leasehold: payload is not valid JSON/
+      )
       failsCleanly(await cli("enqueue", "Greet", JSON.stringify({ nom: 1 })), /^leasehold: invalid payload for Greet/)
       failsCleanly(await cli("enqueue", "Nope", "{}"), /^leasehold: unknown job "Nope"; known: /)
       failsCleanly(
@@ -278,25 +345,20 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
           oneLine(r, 1, /^leasehold: cannot connect to the database \(/)
           expect(r.stderr).not.toMatch(/retrying|attempt/)
         }
-        // A refused connection can heal (a server restarting): logged and retried until stopped.
-        const child = spawn(process.execPath, [
-          BIN,
-          "worker",
-          "--database-url",
-          url((u) => void (u.port = "1")),
-          "--prefix",
-          target.prefix
-        ], { env })
+        // A refused connection can heal (a server restarting): logged and retried until stopped
+        // (here by what SIGTERM does to the binary; the SIGTERM test below sends the real one).
+        const stop = new AbortController()
         let stderr = ""
-        child.stderr.on("data", (d) => (stderr += String(d)))
-        const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()))
-        for (let i = 0; i < 300 && !/attempt 2: .*retrying in/.test(stderr); i++) {
-          await new Promise((r) => setTimeout(r, 100))
-        }
-        expect(child.exitCode).toBeNull()
+        let ended = false
+        const running = run(["worker", "--database-url", url((u) => void (u.port = "1")), "--prefix", target.prefix], {
+          signal: stop.signal,
+          onStderr: (text) => void (stderr += text)
+        }).finally(() => void (ended = true))
+        for (let i = 0; i < 300 && !/attempt 2: .*retrying in/.test(stderr); i++) await sleep(100)
+        expect(ended).toBe(false)
         expect(stderr).toMatch(/cannot connect to the database .*attempt 1: .*ECONNREFUSED.*; retrying in/)
-        child.kill("SIGTERM")
-        await exited
+        stop.abort()
+        expect((await running).code).toBe(0)
       },
       60_000
     )
@@ -435,8 +497,14 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
       await columns(80)
       // wide enough for the whole id, which gives way last; the queue is cut
       expect(await columns(120)).toMatch(new RegExp(`^${r.id}  Greet  qx+…  pending `))
+      // on a terminal 100 columns wide, with no COLUMNS: in this process…
+      const inTerminal = (await run(["jobs", "list", "--queue", queue, "--prefix", target.prefix], { terminal: 100 }))
+        .stdout.trimEnd().split("\n")
+      expect(inTerminal).toHaveLength(3)
+      for (const line of inTerminal) expect(line.length).toBeLessThanOrEqual(100)
+      expect(inTerminal[2]).toContain("…")
       if (hasScript && target.name === "sqlite") {
-        // on a terminal 100 columns wide, with no COLUMNS
+        // …and on a real one, from bin.js
         const shell =
           `stty cols 100 rows 20; exec '${process.execPath}' '${BIN}' jobs list --queue ${queue} --prefix ${target.prefix}`
         const tty = await new Promise<string>((resolve) =>
@@ -554,6 +622,13 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
       }
       const noJobs = await run(["enqueue", "Greet"], { env: { LEASEHOLD_JOBS: undefined } })
       expect(noJobs.stderr).toBe("leasehold: --jobs: missing (name the job module with --jobs or LEASEHOLD_JOBS)\n")
+      // through the binary once: exit code 2, as a shell sees it
+      const spawnedUsage = await run(["jobs", "list", "--frob"], { spawned: true })
+      expect({ code: spawnedUsage.code, stdout: spawnedUsage.stdout, stderr: spawnedUsage.stderr }).toEqual({
+        code: 2,
+        stdout: "",
+        stderr: "leasehold: unknown option --frob\n"
+      })
     })
 
     onlyWhere(target.name === "sqlite")(
@@ -578,12 +653,33 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
       "colour only on a terminal, never with NO_COLOR, always with FORCE_COLOR",
       async () => {
         const ESC = "\u001b["
-        const piped = await run(["--help"])
+        // the pages bin.js serves by itself (src/cli/fastHelp.ts), from bin.js
+        const piped = await run(["--help"], { spawned: true })
         expect(piped.stdout).toContain("USAGE")
         expect(piped.stdout).not.toContain(ESC)
-        expect((await run(["--help"], { env: { FORCE_COLOR: "1" } })).stdout).toContain(ESC)
-        expect((await run(["jobs", "list", "--help"], { env: { FORCE_COLOR: "1" } })).stdout).toContain(ESC)
+        expect((await run(["--help"], { env: { FORCE_COLOR: "1" }, spawned: true })).stdout).toContain(ESC)
+        expect((await run(["jobs", "list", "--help"], { env: { FORCE_COLOR: "1" }, spawned: true })).stdout).toContain(
+          ESC
+        )
         expect((await run(["--frob"], { env: { FORCE_COLOR: "1" } })).stderr).toBe("leasehold: unknown option --frob\n")
+        // on a terminal, in this process: the page bin.js serves, and the live CLI's own help
+        // (src/cli/terminal.ts decides)…
+        const inTerminal = async (extra: NodeJS.ProcessEnv) => {
+          const runEnv = { ...env, TERM: "xterm", ...extra }
+          const served = (await run(["jobs", "stats", "--help"], { env: runEnv, terminal: 80 })).stdout
+          const live = await cliMain.runInProcess(["jobs", "stats", "--help"], {
+            env: runEnv,
+            terminal: { columns: 80 }
+          })
+          expect(stripAnsi(live.stdout)).toBe(stripAnsi(served))
+          return [served, live.stdout]
+        }
+        for (const text of await inTerminal({})) expect(text).toContain(ESC)
+        for (const text of await inTerminal({ NO_COLOR: "1" })) expect(text).not.toContain(ESC)
+        expect((await run(["jobs", "stats", "--frob"], { env: { TERM: "xterm" }, terminal: 80 })).stderr).toBe(
+          "leasehold: unknown option --frob\n"
+        )
+        // …and on a real one, from bin.js
         if (!hasScript) return
         const onTerminal = (extra: string) =>
           new Promise<string>((resolve) =>
@@ -636,30 +732,25 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
       "--log-level works for the worker, wherever it is on the command line",
       async () => {
         const quietJob = await json("enqueue", "Greet", JSON.stringify({ name: "quiet" }))
-        const work = (extra: ReadonlyArray<string>) =>
-          new Promise<string>((resolve) => {
-            const child = spawn(process.execPath, [
-              BIN,
-              "worker",
-              "--prefix",
-              target.prefix,
-              "--poll-interval",
-              "100 millis",
-              ...extra
-            ], { env })
-            let stderr = ""
-            child.stderr.on("data", (d) => {
-              stderr += String(d)
-              if (/hello loud|Ctrl-C to stop/.test(stderr) && extra.length === 0) child.kill("SIGTERM")
-            })
-            child.on("exit", () => resolve(stderr))
-            setTimeout(() => child.kill("SIGTERM"), 4000)
+        // A worker until `done` (asked every 100 ms, at most 10 s), then stopped as SIGTERM stops
+        // the binary; what it wrote on stderr.
+        const work = async (extra: ReadonlyArray<string>, done: (stderr: string) => boolean | Promise<boolean>) => {
+          const stop = new AbortController()
+          let stderr = ""
+          const running = run(["worker", "--prefix", target.prefix, "--poll-interval", "100 millis", ...extra], {
+            signal: stop.signal,
+            onStderr: (text) => void (stderr += text)
           })
-        const quiet = await work(["--log-level", "error"])
+          for (let i = 0; i < 100 && !(await done(stderr)); i++) await sleep(100)
+          stop.abort()
+          return (await running).stderr
+        }
+        // quiet from its start until after it ran the job (whose perform logs at info)
+        const quiet = await work(["--log-level", "error"], async () => (await statusOf(quietJob.id)) === "completed")
         expect(quiet).toBe("")
         expect(await statusOf(quietJob.id)).toBe("completed")
         await json("enqueue", "Greet", JSON.stringify({ name: "loud" }))
-        const loud = await work([])
+        const loud = await work([], (stderr) => /hello loud|Ctrl-C to stop/.test(stderr))
         expect(loud).toMatch(/level=INFO/)
         expect(loud).toContain("Ctrl-C to stop")
       }
@@ -671,29 +762,16 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
     // what bin.js prints, in colour or not, is what the live CLI prints. After -u rewrote the
     // file, run once more: dist/ (which bin.js runs) is built before the tests.
     onlyWhere(target.name === "sqlite")("the --help pages are the live CLI's output, in colour or not", async () => {
-      const paths = commandPaths()
+      const paths = cliMain.commandPaths()
       expect(paths.map((p) => p.join(" "))).toEqual(expect.arrayContaining(["", "worker", "jobs", "jobs list"]))
-      // The live CLI: dist/cli/main.js's run, without bin.js and its pages.
+      // The live CLI: dist/cli/main.js, without bin.js and its pages.
       const live = (args: ReadonlyArray<string>, extra: NodeJS.ProcessEnv) =>
-        run(args, {
-          env: extra,
-          script: [
-            "--input-type=module",
-            "-e",
-            `(await import(${JSON.stringify(MAIN)})).run(process.argv.slice(1))`,
-            "--"
-          ]
-        })
+        cliMain.runInProcess(args, { env: { ...env, ...extra } })
       const pages: Record<string, string> = {}
-      // two at a time: the machines have two cores
-      for (let i = 0; i < paths.length; i += 2) {
-        await Promise.all(
-          paths.slice(i, i + 2).map(async (path) => {
-            const r = await live([...path, "--help"], { FORCE_COLOR: "1" })
-            expect(r.code).toBe(0)
-            pages[path.join(" ")] = r.stdout
-          })
-        )
+      for (const path of paths) {
+        const r = await live([...path, "--help"], { FORCE_COLOR: "1" })
+        expect(r.code).toBe(0)
+        pages[path.join(" ")] = r.stdout
       }
       const ordered = Object.fromEntries(paths.map((p) => [p.join(" "), pages[p.join(" ")]!]))
       // As dprint formats it (npm run lint passes on the file as written).
@@ -710,10 +788,18 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
         ""
       ].join("\n")
       await expect(source).toMatchFileSnapshot(HELP_PAGES)
+      // What bin.js prints for each (src/cli/fastHelp.ts, which bin.js asks first; stdout a
+      // pipe), so that no page falls through to the live CLI…
       for (const path of paths) {
         const page = ordered[path.join(" ")]!
-        expect((await run([...path, "--help"], { env: { FORCE_COLOR: "1" } })).stdout).toBe(page)
-        expect((await run([...path, "-h"])).stdout).toBe(stripAnsi(page))
+        expect(await fastHelp([...path, "--help"], {}, { ...env, FORCE_COLOR: "1" })).toBe(page)
+        expect(await fastHelp([...path, "-h"], {}, env)).toBe(stripAnsi(page))
+      }
+      // …and from bin.js itself, in a process of its own
+      for (const path of [[], ["jobs", "list"]]) {
+        const page = ordered[path.join(" ")]!
+        expect((await run([...path, "--help"], { env: { FORCE_COLOR: "1" }, spawned: true })).stdout).toBe(page)
+        expect((await run([...path, "-h"], { spawned: true })).stdout).toBe(stripAnsi(page))
       }
       expect((await live(["jobs", "--help"], {})).stdout).toBe(stripAnsi(ordered["jobs"]!))
     }, 180_000)
@@ -722,7 +808,15 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
     // module, and the module's "leasehold" is the CLI's own (the fixture checks). Last, so no
     // other test's worker meets its job.
     onlyWhere(target.name === "sqlite")("a TypeScript job module is compiled through tsx when loaded", async () => {
-      const r = await json("enqueue", "GreetAll", JSON.stringify({ names: ["a", "b"] }), "--jobs", TYPESCRIPT_JOBS)
+      // in a process of its own: tsx registered by the CLI on plain node is the point (and its
+      // hooks would stay registered in this process)
+      const r = await spawnedJson(
+        "enqueue",
+        "GreetAll",
+        JSON.stringify({ names: ["a", "b"] }),
+        "--jobs",
+        TYPESCRIPT_JOBS
+      )
       expect(r.status).toBe("pending")
       const listed = await json("jobs", "list", "--limit", "100")
       expect(listed.find((j: { id: string }) => j.id === r.id)).toMatchObject({ name: "GreetAll", status: "pending" })

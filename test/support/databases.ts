@@ -12,7 +12,6 @@ import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Reactivity from "@effect/experimental/Reactivity"
 import { Context, Effect, Layer, Redacted, Ref } from "effect"
-import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -30,13 +29,8 @@ export type AdapterName = "postgres" | "mysql" | "sqlite" | "memory"
 /** Every adapter name, in the order the adapter test files run them. */
 export const adapterNames: ReadonlyArray<AdapterName> = ["postgres", "mysql", "sqlite", "memory"]
 
-/** The PostgreSQL server the tests use (LEASEHOLD_PG_URL). */
-export const PG_URL = process.env.LEASEHOLD_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
-/** The MariaDB/MySQL server the tests use (LEASEHOLD_MYSQL_URL). */
-export const MYSQL_URL = process.env.LEASEHOLD_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/test"
-
-/** A table prefix no other test file or run will use. */
-export const uniquePrefix = (label: string) => `lh${label}_${randomBytes(4).toString("hex")}_`
+import { MYSQL_URL, PG_URL, uniquePrefix } from "./urls.ts"
+export { MYSQL_URL, PG_URL, uniquePrefix } from "./urls.ts"
 
 /** What a conformance suite needs from an adapter. */
 export interface TestDatabaseApi {

@@ -77,7 +77,7 @@ export const status = (c: Common) =>
           version: h.codeVersion
         }
       })
-      yield* print(c, { hosts: hostJson, counts }, () =>
+      yield* print(c, { hosts: hostJson, counts }, (width) =>
         [
           table(
             hosts.map((h, i) => {
@@ -92,10 +92,10 @@ export const status = (c: Common) =>
               }
             }),
             ["host", "running", "cap", "draining", "lastSeen", "version"],
-            { keep: ["host"] }
+            { keep: ["host"], width }
           ),
           "",
-          table(counts, ["queue", "status", "count"])
+          table(counts, ["queue", "status", "count"], { width })
         ].join("\n"))
     })
   )

@@ -42,11 +42,11 @@ export const list = (c: ListConfig) =>
         name: Option.getOrUndefined(c.name),
         limit: c.limit
       })
-      yield* print(c, rows.map(jobJson), () =>
+      yield* print(c, rows.map(jobJson), (width) =>
         table(
           rows.map((r) => ({ ...r, runAt: iso(r.runAt) })),
           ["id", "name", "queue", "status", "attempts", "priority", "runAt", "claimedBy", "lastError"],
-          { keep: ["id"] }
+          { keep: ["id"], width }
         ))
     })
   )
@@ -58,7 +58,7 @@ export const stats = (c: Common) =>
     { create: false },
     Effect.gen(function*() {
       const counts = yield* (yield* JobStore).counts
-      yield* print(c, counts, () => table(counts, ["queue", "status", "count"]))
+      yield* print(c, counts, (width) => table(counts, ["queue", "status", "count"], { width }))
     })
   )
 

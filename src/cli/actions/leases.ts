@@ -23,11 +23,11 @@ export const list = (c: Common) =>
       yield* print(
         c,
         rows.map(leaseJson),
-        () =>
+        (width) =>
           table(
             rows.map((r) => ({ ...r, expiresIn: inHuman(r.expiresAt - now) })),
             ["name", "owner", "host", "expiresIn"],
-            { keep: ["name"] }
+            { keep: ["name"], width }
           )
       )
     })

@@ -12,7 +12,4 @@ export const action = <M, C, E>(
   pick: (module: M) => (config: C) => Effect.Effect<void, E>
 ) =>
 (config: C): Effect.Effect<void, E> =>
-  Effect.suspend(() => {
-    commandStarted()
-    return Effect.flatMap(Effect.promise(load), (module) => pick(module)(config))
-  })
+  Effect.zipRight(commandStarted, Effect.flatMap(Effect.promise(load), (module) => pick(module)(config)))

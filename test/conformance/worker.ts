@@ -21,6 +21,14 @@ const withLog = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     (log) => Effect.provideService(effect, RunLog, log)
   )
 
+/** A long-running worker (src/runtime/Worker.ts) in a scope of its own: close the scope to stop it. */
+const startWorker = (config: Worker.WorkerConfig) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const context = yield* Layer.buildWithScope(Worker.layer(config), scope)
+    return { scope, api: Context.get(context, Worker.WorkerHandle) }
+  })
+
 export const workerConformance = (adapter: AdapterName) =>
   layer(layerFor(adapter, "wk"), { timeout: 180_000 })(`Hosts and worker conformance on ${adapter}`, (it) => {
     it.effect("per-host cap: at the cap a host claims nothing (capped); below it runs; other hosts' jobs don't count", () =>
@@ -162,12 +170,7 @@ export const workerConformance = (adapter: AdapterName) =>
         withLog(Effect.gen(function*() {
           for (let n = 0; n < 30; n++) yield* enqueue(Ok, { n })
           const completedBefore = (yield* Metric.value(Metrics.completed)).count
-          const scope = yield* Scope.make()
-          const context = yield* Layer.buildWithScope(
-            Worker.layer({ host: "lw", concurrency: 3, pollInterval: "20 millis" }),
-            scope
-          )
-          const api = Context.get(context, Worker.WorkerHandle)
+          const { api, scope } = yield* startWorker({ host: "lw", concurrency: 3, pollInterval: "20 millis" })
           // idle fibers sleep a poll interval on the TestClock: move it along while waiting
           yield* eventually(
             Effect.zipRight(TestClock.adjust("20 millis"), Effect.map(api.stats, (s) => s.processed === 30))
@@ -191,11 +194,12 @@ export const workerConformance = (adapter: AdapterName) =>
           [Slow],
           Effect.gen(function*() {
             const { id } = yield* enqueue(Slow, { n: 1 })
-            const scope = yield* Scope.make()
-            yield* Layer.buildWithScope(
-              Worker.layer({ host: "gs", concurrency: 1, pollInterval: "20 millis", gracePeriod: "10 seconds" }),
-              scope
-            )
+            const { scope } = yield* startWorker({
+              host: "gs",
+              concurrency: 1,
+              pollInterval: "20 millis",
+              gracePeriod: "10 seconds"
+            })
             yield* Deferred.await(started)
             const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
             yield* settle
@@ -212,12 +216,7 @@ export const workerConformance = (adapter: AdapterName) =>
       withJobs(
         [Ok],
         withLog(Effect.gen(function*() {
-          const scope = yield* Scope.make()
-          const context = yield* Layer.buildWithScope(
-            Worker.layer({ host: "wake", concurrency: 2, pollInterval: "1 hour" }),
-            scope
-          )
-          const api = Context.get(context, Worker.WorkerHandle)
+          const { api, scope } = yield* startWorker({ host: "wake", concurrency: 2, pollInterval: "1 hour" })
           // Idle, asleep for an hour of a clock that does not move here.
           yield* settle
           yield* enqueue(Ok, { n: 1 })
@@ -240,11 +239,12 @@ export const workerConformance = (adapter: AdapterName) =>
             yield* TestClock.setTime(T0)
             const first = yield* enqueue(Slow, { n: 1 }, { priority: 2 })
             const second = yield* enqueue(Slow, { n: 2 }, { priority: 1 })
-            const scope = yield* Scope.make()
-            yield* Layer.buildWithScope(
-              Worker.layer({ host: "gb", concurrency: 1, pollInterval: "20 millis", gracePeriod: "10 seconds" }),
-              scope
-            )
+            const { scope } = yield* startWorker({
+              host: "gb",
+              concurrency: 1,
+              pollInterval: "20 millis",
+              gracePeriod: "10 seconds"
+            })
             yield* Deferred.await(started)
             // One fiber: the first job runs, the second waits claimed in the worker, ahead of it.
             yield* eventually(Effect.map(row(second.id), (r) => r.status === "processing"))
@@ -274,11 +274,12 @@ export const workerConformance = (adapter: AdapterName) =>
             yield* TestClock.setTime(T0)
             const long = yield* enqueue(Long, { n: 1 }, { priority: 2 })
             const short = yield* enqueue(Short, { n: 2 }, { priority: 1 })
-            const scope = yield* Scope.make()
-            yield* Layer.buildWithScope(
-              Worker.layer({ host: "wd", concurrency: 2, pollInterval: "1 hour", gracePeriod: "1 second" }),
-              scope
-            )
+            const { scope } = yield* startWorker({
+              host: "wd",
+              concurrency: 2,
+              pollInterval: "1 hour",
+              gracePeriod: "1 second"
+            })
             yield* Deferred.await(startedLong)
             yield* Deferred.await(startedShort)
             yield* settle
@@ -307,11 +308,12 @@ export const workerConformance = (adapter: AdapterName) =>
           [Stuck],
           Effect.gen(function*() {
             const { id } = yield* enqueue(Stuck, { n: 1 })
-            const scope = yield* Scope.make()
-            yield* Layer.buildWithScope(
-              Worker.layer({ host: "gs2", concurrency: 1, pollInterval: "20 millis", gracePeriod: "100 millis" }),
-              scope
-            )
+            const { scope } = yield* startWorker({
+              host: "gs2",
+              concurrency: 1,
+              pollInterval: "20 millis",
+              gracePeriod: "100 millis"
+            })
             yield* Deferred.await(started)
             const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
             yield* settle

@@ -36,7 +36,6 @@ import { resolveWorker, type WorkerConfig } from "./options.ts"
 import { ProcessResult, tallyOf } from "./results.ts"
 import { reapWith } from "./turns.ts"
 import { runClaimed } from "./attempt.ts"
-import * as Watchdog from "./watchdog.ts"
 
 /** What a running worker reports (`skipped` counts deferrals on busy leases). */
 export interface WorkerStats extends QueueTally {
@@ -198,13 +197,9 @@ export const make = (
       if (result !== undefined) yield* record(result, (yield* Clock.currentTimeMillis) - started)
     }))
 
-    // One fiber watches every attempt's deadline (./watchdog.ts).
-    const watchdog = yield* Watchdog.make
-    const runners = yield* Effect.forEach(
-      Array.from({ length: concurrency }),
-      () => Effect.forkDaemon(Effect.provideService(runner, Watchdog.AttemptWatchdog, watchdog)),
-      { concurrency: "unbounded" }
-    )
+    const runners = yield* Effect.forEach(Array.from({ length: concurrency }), () => Effect.forkDaemon(runner), {
+      concurrency: "unbounded"
+    })
     const claiming = yield* Effect.forkDaemon(claimer)
 
     const reaper = yield* Effect.forkDaemon(

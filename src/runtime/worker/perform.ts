@@ -3,14 +3,14 @@
  * proves life (fenced on the claim token) and renews the job's lease, the job type's
  * `onLeaseLost`, and the attempt's timeout.
  */
-import { Clock, Deferred, Effect, Either, Exit, Fiber, Option, Ref } from "effect"
+import { Clock, Deferred, Duration, Effect, Either, Exit, Fiber, Option, Ref } from "effect"
 import { Fenced, JobTimeoutError, LeaseLostError } from "../../core/errors.ts"
 import { leaseExpiresAt } from "../../core/lease.ts"
 import type { JobRow } from "../../core/model.ts"
 import { JobLeases, JobStore } from "../../ports/JobStore.ts"
 import { type HeldLease, JobContext, type JobContextApi, type RegisteredJob } from "../Job.ts"
 import { holderOf } from "./outcome.ts"
-import { AttemptWatchdog } from "./watchdog.ts"
+import { watch } from "./watchdog.ts"
 
 /**
  * Runs perform for a claimed job with its context, lease renewal and timeout, and returns how
@@ -85,12 +85,11 @@ export const perform = (
       : run
     // perform runs in a fiber of its own, so on timeout we return at once even if it ignores
     // interruption; it may still be running, which is why a timed-out attempt leaves its lease
-    // to expire. The deadline is watched by the worker's watchdog (./watchdog.ts).
+    // to expire. Its timer is ./watchdog.ts.
     const done = yield* Deferred.make<Exit.Exit<unknown, unknown>>()
-    const deadline = (yield* Clock.currentTimeMillis) + seconds * 1000
     const fiber = yield* Effect.forkDaemon(Effect.flatMap(Effect.exit(guarded), (exit) => Deferred.succeed(done, exit)))
-    const cancel = yield* (yield* AttemptWatchdog).watch(
-      deadline,
+    const cancel = yield* watch(
+      Duration.seconds(seconds),
       // Built only when late: an error captures a stack trace, too dear to make per attempt.
       Effect.suspend(() =>
         Effect.zipRight(Deferred.succeed(done, Exit.fail(new JobTimeoutError({ seconds }))), Fiber.interruptFork(fiber))

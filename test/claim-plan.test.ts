@@ -60,7 +60,7 @@ const input = { queues: undefined, host: "h", now: NOW, claimToken: "t", timeout
 
 for (const adapter of ["postgres", "sqlite", "mysql"] as const) {
   layer(layerFor(adapter, "plan"), { timeout: 120_000 })(`the claim's plan on ${adapter}`, (it) => {
-    it.effect("the batch claim walks the ready rows in claim order and stops; a batch completion goes by primary key", () =>
+    it.effect("the batch claim walks the ready rows in claim order and stops; on PostgreSQL and SQLite a batch completion goes by primary key", () =>
       Effect.gen(function*() {
         const db = yield* TestDatabase
         const prefix = `${db.table("p")}_`

@@ -122,22 +122,10 @@ export const applyOutcome = (row: JobRow, outcome: Outcome, now: number): JobRow
  */
 export const mayDefer = (row: JobRow, token: string): boolean => isOurs(row, token) && row.attempts > 0
 
-/** The row as a deferral leaves it: pending at `runAt`, its attempt given back, waiting on the lease. */
-export const applyDefer = (row: JobRow, now: number, runAt: number, leaseName: string): JobRow => ({
-  ...row,
-  status: "pending",
-  attempts: giveBackAttempt(row.attempts),
-  runAt,
-  claimToken: null,
-  leaseName,
-  updatedAt: now,
-  staleAt: null
-})
-
 /**
- * The row as a give-back leaves it: a claimed job the worker did not start after all (it
- * stopped), pending again as it was before the claim, its attempt given back. Guarded by
- * `mayDefer`, like a deferral.
+ * The row as a give-back leaves it: pending again, its attempt given back, no claim. A claimed
+ * job the worker did not start after all (it stopped) is left so, due as before the claim.
+ * Guarded by `mayDefer`.
  */
 export const applyGiveBack = (row: JobRow, now: number): JobRow => ({
   ...row,
@@ -146,6 +134,13 @@ export const applyGiveBack = (row: JobRow, now: number): JobRow => ({
   claimToken: null,
   updatedAt: now,
   staleAt: null
+})
+
+/** The row as a deferral leaves it: given back, pending at `runAt`, waiting on the lease. */
+export const applyDefer = (row: JobRow, now: number, runAt: number, leaseName: string): JobRow => ({
+  ...applyGiveBack(row, now),
+  runAt,
+  leaseName
 })
 
 /** The row as a reap leaves it (the reaper decided with `reapDecision` in ./jobs.ts). */

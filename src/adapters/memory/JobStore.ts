@@ -84,6 +84,10 @@ export const makeMemoryJobStore = (
   const running = (rows: ReadonlyMap<string, JobRow>, host: string) =>
     [...rows.values()].filter((r) => r.claimedBy === host && r.status === "processing").length
 
+  // The rows a claim may take, best first.
+  const dueRows = (rows: ReadonlyMap<string, JobRow>, input: ClaimInput) =>
+    [...rows.values()].filter((r) => isDue(r, input.now, input.queues)).sort(claimOrder)
+
   const claim = (input: ClaimInput) =>
     jobsTable((rows): readonly [ClaimResult, ReadonlyMap<string, JobRow>?] => {
       const cap = input.hostCap ?? 0
@@ -91,7 +95,7 @@ export const makeMemoryJobStore = (
         const n = running(rows, input.host)
         if (n >= cap) return [{ _tag: "Capped", running: n }]
       }
-      const due = [...rows.values()].filter((r) => isDue(r, input.now, input.queues)).sort(claimOrder)[0]
+      const due = dueRows(rows, input)[0]
       if (due === undefined) return [{ _tag: "NothingDue" }]
       const job = applyClaim(due, input)
       return [{ _tag: "Claimed", job }, put(rows, job.id, job)]
@@ -100,10 +104,7 @@ export const makeMemoryJobStore = (
   // Up to `limit` due rows, best first, each with its own token (the first with the input's).
   const claimMany = (input: ClaimInput, limit: number) =>
     jobsTable((rows): readonly [ReadonlyArray<JobRow>, ReadonlyMap<string, JobRow>?] => {
-      const due = [...rows.values()].filter((r) => isDue(r, input.now, input.queues)).sort(claimOrder).slice(
-        0,
-        Math.max(0, limit)
-      )
+      const due = dueRows(rows, input).slice(0, Math.max(0, limit))
       if (due.length === 0) return [[]]
       const claimed = due.map((r, i) =>
         applyClaim(r, { ...input, claimToken: i === 0 ? input.claimToken : randomUUID() })

@@ -70,6 +70,12 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
         return sql`UPDATE ${jobs} SET status = 'failed', failed_at = ${now}, last_error = ${o.error}, stale_at = NULL, updated_at = ${now} ${ours}`
     }
   }
+  // A claim undone (core's applyGiveBack), only by its own attempt and only with an attempt to
+  // give back (core's mayDefer): a deferral and a give-back both end so.
+  const givenBack = (now: number) =>
+    sql`status = 'pending', attempts = attempts - 1, claim_token = NULL, stale_at = NULL, updated_at = ${now}`
+  const mayGiveBack = (id: string, token: string) =>
+    sql`WHERE id = ${id} AND status = 'processing' AND claim_token = ${token} AND attempts > 0`
   // The row the reaper read, still stale: past its deadline, or (without one) not seen since.
   const reapGuard = (row: JobRow, now: number) =>
     row.staleAt !== null
@@ -128,9 +134,9 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
       channel: tables.channel
     }),
     defer: (id: string, token: string, now: number, runAt: number, leaseName: string) =>
-      sql`UPDATE ${jobs} SET status = 'pending', attempts = attempts - 1, run_at = ${runAt}, claim_token = NULL, lease_name = ${leaseName}, stale_at = NULL, updated_at = ${now} WHERE id = ${id} AND status = 'processing' AND claim_token = ${token} AND attempts > 0`,
+      sql`UPDATE ${jobs} SET ${givenBack(now)}, run_at = ${runAt}, lease_name = ${leaseName} ${mayGiveBack(id, token)}`,
     giveBack: (id: string, token: string, now: number) =>
-      sql`UPDATE ${jobs} SET status = 'pending', attempts = attempts - 1, claim_token = NULL, stale_at = NULL, updated_at = ${now} WHERE id = ${id} AND status = 'processing' AND claim_token = ${token} AND attempts > 0`,
+      sql`UPDATE ${jobs} SET ${givenBack(now)} ${mayGiveBack(id, token)}`,
     heartbeat: (id: string, token: string, now: number, staleAt: number) =>
       sql`UPDATE ${jobs} SET heartbeat_at = ${now}, stale_at = ${staleAt} WHERE id = ${id} AND status = 'processing' AND claim_token = ${token}`,
     stale: (now: number, limit: number) =>

@@ -1,49 +1,38 @@
 /**
- * The long-running worker's doorbell: how idle fibers wait, and how they are woken (by a
- * wake-up signal, a reap, `WorkerApi.wake`, or the stop).
+ * The long-running worker's doorbell: how its claimer waits when nothing is due, and how it is
+ * woken (by a wake-up signal, a reap, `WorkerApi.wake`, or the stop).
  *
- * A ring wakes one idle fiber (a notification means about one job came due), and a fiber woken
- * by it that claims a job rings again, so a burst wakes fibers one by one while a single
- * hand-off wakes one fiber, not all. At most `fibers` rings wait, so rings while every fiber is
- * busy cost at most that many empty claims later.
+ * One fiber waits on it (the claimer, ./longRunning.ts), so rings do not queue up: rings while
+ * the claimer is busy leave one ring behind, which costs at most one claim that finds nothing.
  */
 import { type Duration, Effect, Queue, Ref } from "effect"
 
 /** One worker's doorbell. */
 export interface Doorbell {
-  /** Wakes one idle fiber (or the next to go idle). */
+  /** Wakes the waiting fiber (or lets its next wait end at once). */
   readonly ring: Effect.Effect<void>
-  /**
-   * Waits for a ring or the poll interval; true when a ring ended the wait. After `stop`, it
-   * returns false at once.
-   */
-  readonly idle: Effect.Effect<boolean>
+  /** Waits for a ring or the poll interval. After `stop`, it returns at once. */
+  readonly idle: Effect.Effect<void>
   /** Whether `stop` has been called. */
   readonly stopping: Effect.Effect<boolean>
-  /** Marks the worker stopping and wakes every fiber so each sees it. */
+  /** Marks the worker stopping and wakes the waiting fiber so it sees it. */
   readonly stop: Effect.Effect<void>
 }
 
-/** A doorbell for `fibers` fibers that poll every `poll` when nothing rings. */
-export const makeDoorbell = (fibers: number, poll: Duration.Duration): Effect.Effect<Doorbell> =>
+/** A doorbell whose waiter looks again every `poll` when nothing rings. */
+export const makeDoorbell = (poll: Duration.Duration): Effect.Effect<Doorbell> =>
   Effect.gen(function*() {
     const stopping = yield* Ref.make(false)
-    const bell = yield* Queue.dropping<void>(fibers)
-    // The stop sets the flag before it rings every fiber, so a fiber that read the flag unset
-    // still gets a ring.
+    const bell = yield* Queue.sliding<void>(1)
+    const ring = Effect.asVoid(Queue.offer(bell, undefined))
+    // The stop sets the flag before it rings, so a waiter that read the flag unset still wakes.
     return {
-      ring: Effect.asVoid(Queue.offer(bell, undefined)),
+      ring,
       idle: Effect.flatMap(
         Ref.get(stopping),
-        (stop) =>
-          stop
-            ? Effect.succeed(false)
-            : Effect.race(Effect.as(Queue.take(bell), true), Effect.as(Effect.sleep(poll), false))
+        (stop) => (stop ? Effect.void : Effect.race(Queue.take(bell), Effect.sleep(poll)))
       ),
       stopping: Ref.get(stopping),
-      stop: Effect.zipRight(
-        Ref.set(stopping, true),
-        Effect.asVoid(Queue.offerAll(bell, Array.from({ length: fibers }, () => undefined)))
-      )
+      stop: Effect.zipRight(Ref.set(stopping, true), ring)
     }
   })

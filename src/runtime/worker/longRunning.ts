@@ -20,7 +20,6 @@ import {
   type Scope,
   Stream
 } from "effect"
-import { randomUUID } from "node:crypto"
 import type { JobRow } from "../../core/model.ts"
 import type { WorkerConfigError } from "../../core/errors.ts"
 import { emptyTally, type QueueTally } from "../../core/jobs.ts"
@@ -34,7 +33,7 @@ import { makeDoorbell } from "./doorbell.ts"
 import { cachedDraining, touchHost } from "./hosts.ts"
 import { resolveWorker, type WorkerConfig } from "./options.ts"
 import { ProcessResult, tallyOf } from "./results.ts"
-import { reapWith } from "./turns.ts"
+import { claimInput, reapWith } from "./turns.ts"
 import { runClaimed } from "./attempt.ts"
 
 /** What a running worker reports (`skipped` counts deferrals on busy leases). */
@@ -50,7 +49,7 @@ export interface WorkerStats extends QueueTally {
 export interface WorkerApi {
   readonly host: string
   readonly stats: Effect.Effect<WorkerStats>
-  /** Wakes an idle fiber now (as a notification would); one that finds work wakes another. */
+  /** Makes an idle worker look for due jobs now (as a notification would). */
   readonly wake: Effect.Effect<void>
 }
 
@@ -74,14 +73,16 @@ const countOutcome = (result: ProcessResult, ms: number) =>
   })
 
 /**
- * Runs a worker for as long as the layer's scope is open: `concurrency` fibers claim and run
- * jobs, a reaper runs every `reapInterval`, and the host row is refreshed. Idle fibers poll, and
- * wake at once on a wake-up signal: the `Wakeups` service in context, or else the ones the
- * current SqlClient offers (LISTEN/NOTIFY with a `PgClient`).
+ * Runs a worker for as long as the layer's scope is open: a claimer fiber claims due jobs in
+ * batches for `concurrency` runner fibers (up to `concurrency` claimed ahead), a reaper runs
+ * every `reapInterval`, and the host row is refreshed. An idle claimer polls, and wakes at once
+ * on an enqueue or hand-off in this process or a wake-up signal: the `Wakeups` service in
+ * context, or else the ones the current SqlClient offers (LISTEN/NOTIFY with a `PgClient`).
  *
  * When the scope closes (including on SIGINT/SIGTERM under `NodeRuntime.runMain`), the worker
- * stops claiming, lets running attempts finish within `gracePeriod`, then interrupts them; an
- * interrupted attempt is reaped and retried later under the normal rules, and its lease expires.
+ * stops claiming, gives back the claimed jobs no runner started, lets running attempts finish
+ * within `gracePeriod`, then interrupts them; an interrupted attempt is reaped and retried later
+ * under the normal rules, and its lease expires.
  */
 export const make = (
   config: WorkerConfig = {}
@@ -90,7 +91,7 @@ export const make = (
     const { concurrency, grace, options: o, poll, reapEvery } = yield* resolveWorker(config)
     const store = yield* JobStore
     const stats = yield* Ref.make<WorkerStats>({ ...emptyTally, host: o.host, running: 0, reaped: 0, notified: 0 })
-    const bell = yield* makeDoorbell(1, poll)
+    const bell = yield* makeDoorbell(poll)
 
     const touch = touchHost(store, o, config.codeVersion)
     yield* Effect.ignoreLogged(touch)
@@ -125,14 +126,7 @@ export const make = (
     // Claims up to `n` jobs: one statement, or with a host cap one job through the capped claim.
     const claimSome = (n: number): Effect.Effect<ReadonlyArray<JobRow>, SqlError> =>
       Effect.gen(function*() {
-        const input = {
-          queues: o.queues,
-          host: o.host,
-          now: yield* Clock.currentTimeMillis,
-          claimToken: randomUUID(),
-          timeoutCap: o.timeoutCap,
-          hostCap: o.hostCap
-        }
+        const input = yield* claimInput(o)
         if ((o.hostCap ?? 0) <= 0) return yield* store.claimMany(input, n)
         const claimed = yield* store.claim(input)
         return claimed._tag === "Claimed" ? [claimed.job] : []
@@ -227,21 +221,19 @@ export const make = (
       onSome: Effect.succeed
     })
     const signals = wakeups.listen(store.tables.channel)
-    const listener = Option.some(
-      yield* Effect.forkDaemon(
-        Effect.all([
-          // Enqueues in this process (src/adapters/localWakeups.ts), on every database.
-          Stream.runForEach(LocalWakeups.listen(store.tables.channel), () => bell.ring),
-          Option.match(signals, {
-            onNone: () => Effect.void,
-            onSome: (stream) =>
-              Stream.runForEach(
-                stream,
-                () => Effect.zipRight(Ref.update(stats, (s) => ({ ...s, notified: s.notified + 1 })), bell.ring)
-              )
-          })
-        ], { concurrency: "unbounded", discard: true })
-      )
+    const listener = yield* Effect.forkDaemon(
+      Effect.all([
+        // Enqueues in this process (src/adapters/localWakeups.ts), on every database.
+        Stream.runForEach(LocalWakeups.listen(store.tables.channel), () => bell.ring),
+        Option.match(signals, {
+          onNone: () => Effect.void,
+          onSome: (stream) =>
+            Stream.runForEach(
+              stream,
+              () => Effect.zipRight(Ref.update(stats, (s) => ({ ...s, notified: s.notified + 1 })), bell.ring)
+            )
+        })
+      ], { concurrency: "unbounded", discard: true })
     )
 
     yield* Effect.addFinalizer(() =>
@@ -249,7 +241,7 @@ export const make = (
         yield* bell.stop
         yield* Queue.offer(slotFreed, undefined)
         yield* Fiber.interrupt(reaper)
-        if (Option.isSome(listener)) yield* Fiber.interrupt(listener.value)
+        yield* Fiber.interrupt(listener)
         // Finalizers run uninterruptibly: a wait must be made interruptible for its timeout to cut it.
         const within = <A>(effect: Effect.Effect<A>) =>
           Effect.timeout(Effect.interruptible(effect), grace).pipe(Effect.option)

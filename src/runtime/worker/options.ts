@@ -68,7 +68,7 @@ export interface DrainOptions {
 export interface WorkerConfig extends ProcessOptions {
   /** Attempts run at once in this process: a whole number from 1 to 1,000 (default 4). */
   readonly concurrency?: number | undefined
-  /** How long an idle fiber waits before looking again, unless woken (default 1 s). */
+  /** How long an idle worker waits before looking for due jobs again, unless woken (default 1 s). */
   readonly pollInterval?: Duration.DurationInput | undefined
   /** How often stale rows are reaped (default 15 s). */
   readonly reapInterval?: Duration.DurationInput | undefined

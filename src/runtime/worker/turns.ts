@@ -8,6 +8,7 @@ import { Clock, Effect, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import type { WorkerConfigError } from "../../core/errors.ts"
 import { countsTowardLimit, decideReap, DEFAULT_BACKOFF, emptyTally, type QueueTally } from "../../core/jobs.ts"
+import type { ClaimInput } from "../../core/model.ts"
 import { JobStore } from "../../ports/JobStore.ts"
 import { Jobs } from "../Job.ts"
 import { runClaimed, type WorkerServices } from "./attempt.ts"
@@ -56,32 +57,28 @@ export const reap = (
   options: ProcessOptions = {}
 ): Effect.Effect<number, SqlError | WorkerConfigError, JobStore | Jobs> => Effect.flatMap(resolve(options), reapWith)
 
-/**
- * Claims one due job and runs it, with `onClaimed` between the claim and the run (the
- * long-running worker uses it to wake a peer).
- */
-export const claimThenRun = (
-  o: Resolved,
-  onClaimed: Effect.Effect<void>
-): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
+/** What a claim by this worker asks for, now, with a fresh claim token. */
+export const claimInput = (o: Resolved): Effect.Effect<ClaimInput> =>
+  Effect.map(Clock.currentTimeMillis, (now) => ({
+    queues: o.queues,
+    host: o.host,
+    now,
+    claimToken: randomUUID(),
+    timeoutCap: o.timeoutCap,
+    hostCap: o.hostCap
+  }))
+
+/** Claims one due job and runs it. */
+export const claimThenRun = (o: Resolved): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
   Effect.gen(function*() {
     const store = yield* JobStore
-    const now = yield* Clock.currentTimeMillis
-    const claimed = yield* store.claim({
-      queues: o.queues,
-      host: o.host,
-      now,
-      claimToken: randomUUID(),
-      timeoutCap: o.timeoutCap,
-      hostCap: o.hostCap
-    })
+    const claimed = yield* store.claim(yield* claimInput(o))
     switch (claimed._tag) {
       case "NothingDue":
         return ProcessResult.Idle()
       case "Capped":
         return ProcessResult.Capped({ running: claimed.running })
       case "Claimed":
-        yield* onClaimed
         return yield* runClaimed(claimed.job, o)
     }
   })
@@ -92,7 +89,7 @@ export const claimAndRun = (
 ): Effect.Effect<ProcessResult, SqlError | WorkerConfigError, WorkerServices> =>
   Effect.gen(function*() {
     const o = yield* resolve(options)
-    return yield* claimThenRun(o, Effect.void)
+    return yield* claimThenRun(o)
   })
 
 // processNext with checked options, for processQueue's loop.
@@ -102,7 +99,7 @@ const nextTurn = (o: Resolved): Effect.Effect<ProcessResult, SqlError, WorkerSer
     const draining = yield* drainState(store, o.host, yield* Clock.currentTimeMillis)
     yield* reapWith(o)
     if (Option.isSome(draining)) return ProcessResult.Draining({ until: draining.value })
-    return yield* claimThenRun(o, Effect.void)
+    return yield* claimThenRun(o)
   })
 
 /**
@@ -163,7 +160,7 @@ export const tick = (
     } else {
       let counted = 0
       while (counted < maxJobs) {
-        const r = yield* claimThenRun(o, Effect.void)
+        const r = yield* claimThenRun(o)
         if (r._tag === "Idle") break
         result = tickOf(result, r)
         if (r._tag === "Capped") break

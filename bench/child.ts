@@ -4,6 +4,7 @@
  * `@@BENCH_RESULT {json}` (a `ChildResult`) on stdout and exits.
  */
 import { percentile, mean } from "./lib/stats.ts"
+import { startCpu } from "./lib/cpu.ts"
 import { peakMb, processMaxMb, resetPeak } from "./lib/rss.ts"
 import type { DrainHooks, JobSystemDriver } from "./systems/types.ts"
 import { type ChildResult, type ChildSpec, isPending, RESULT_PREFIX, type SystemId } from "./protocol.ts"
@@ -35,7 +36,17 @@ const need = <A>(value: A | undefined, what: string): A => {
 
 const param = (spec: ChildSpec, key: string): number => need(spec.params[key], `parameter ${key}`)
 
-const hooks: DrainHooks = { drainStarting: resetPeak }
+// The server whose CPU a drain is charged with (SQLite runs in this process: its time is Node's).
+const serverOf = (system: SystemId): "postgres" | "mariadb" | "none" =>
+  system === "leasehold-mariadb" ? "mariadb" : system === "leasehold-sqlite" ? "none" : "postgres"
+
+let stopCpu: ReturnType<typeof startCpu> | undefined
+const hooks = (system: SystemId): DrainHooks => ({
+  drainStarting: () => {
+    resetPeak()
+    stopCpu = startCpu(serverOf(system))
+  }
+})
 
 const runSpec = async (spec: ChildSpec): Promise<Record<string, number>> => {
   if (spec.scenario === "leaselock") {
@@ -54,8 +65,9 @@ const runSpec = async (spec: ChildSpec): Promise<Record<string, number>> => {
     case "throughput":
     case "exclusive": {
       const f = spec.scenario === "throughput" ? driver.throughput : driver.exclusiveThroughput
-      const r = await need(f, label)(spec.url, param(spec, "jobs"), param(spec, "concurrency"), hooks)
+      const r = await need(f, label)(spec.url, param(spec, "jobs"), param(spec, "concurrency"), hooks(spec.system))
       return {
+        ...stopCpu?.(r.jobs),
         jobs: r.jobs,
         ms: r.ms,
         jobsPerSec: (r.jobs / r.ms) * 1000,

@@ -81,6 +81,10 @@ const int = (x: number) => (Number.isFinite(x) ? Math.round(x).toLocaleString("e
 const ms = (x: number) => (!Number.isFinite(x) ? "–" : x >= 100 ? `${int(x)} ms` : `${x.toFixed(1)} ms`)
 const num = (x: number, digits = 2) => (Number.isFinite(x) ? x.toFixed(digits) : "–")
 const get = (m: Metrics, k: string) => m[k] ?? Number.NaN
+// CPU per job of a drain: the worker's Node process, and the database server's (bench/lib/cpu.ts).
+const cpu = (m: Metrics) =>
+  `CPU/job: Node ${int(get(m, "nodeCpuUsPerJob"))} µs` +
+  (m.dbCpuUsPerJob === undefined ? "" : `, server ${int(get(m, "dbCpuUsPerJob"))} µs`)
 
 /** How a per-round value of a scenario's primary metric is printed. */
 export const showPrimary = (scenario: ScenarioDef, x: number): string =>
@@ -105,12 +109,22 @@ export const SCENARIOS: ReadonlyArray<ScenarioDef> = [
       { id: "pg-boss", note: `10 workers, batch ${BATCH_SIZE}, poll ${POLLING_INTERVAL_SECONDS} s` }
     ],
     primary: "jobsPerSec",
-    show: (m) => `${int(get(m, "jobsPerSec"))} jobs/s (${ms(get(m, "ms"))})`,
+    show: (m) => `${int(get(m, "jobsPerSec"))} jobs/s (${ms(get(m, "ms"))}); ${cpu(m)}`,
     ratios: [
       {
         label: "leasehold (PostgreSQL) ÷ graphile-worker, jobs/s",
         num: ["throughput", "leasehold-pg", "jobsPerSec"],
         den: ["throughput", "graphile-worker", "jobsPerSec"]
+      },
+      {
+        label: "leasehold (PostgreSQL) ÷ graphile-worker, Node CPU µs per job",
+        num: ["throughput", "leasehold-pg", "nodeCpuUsPerJob"],
+        den: ["throughput", "graphile-worker", "nodeCpuUsPerJob"]
+      },
+      {
+        label: "leasehold (PostgreSQL) ÷ graphile-worker, PostgreSQL CPU µs per job",
+        num: ["throughput", "leasehold-pg", "dbCpuUsPerJob"],
+        den: ["throughput", "graphile-worker", "dbCpuUsPerJob"]
       },
       {
         label: "leasehold (PostgreSQL) ÷ pg-boss, jobs/s",
@@ -142,7 +156,7 @@ export const SCENARIOS: ReadonlyArray<ScenarioDef> = [
       { id: "graphile-worker", note: "one named queue per job", extra: true }
     ],
     primary: "jobsPerSec",
-    show: (m) => `${int(get(m, "jobsPerSec"))} jobs/s (${ms(get(m, "ms"))})`,
+    show: (m) => `${int(get(m, "jobsPerSec"))} jobs/s (${ms(get(m, "ms"))}); ${cpu(m)}`,
     ratios: [
       {
         label: "leasehold (PostgreSQL) exclusive ÷ plain, jobs/s",

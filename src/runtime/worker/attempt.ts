@@ -15,6 +15,7 @@ import { type HeldLease, Jobs } from "../Job.ts"
 import type { Resolved } from "./options.ts"
 import { describe, recordFailure, recordSuccess, releaseFenced, reportLeaseLost } from "./outcome.ts"
 import { perform } from "./perform.ts"
+import type { Watch } from "./watchdog.ts"
 import { jobRef, ProcessResult } from "./results.ts"
 
 /** What the services processNext needs. */
@@ -74,10 +75,11 @@ const takeLease = (
     return Either.left(ProcessResult.Deferred({ job: jobRef(job), leaseName, retryAt, holder: holderOwner }))
   })
 
-/** Runs one claimed job to its outcome. */
+/** Runs one claimed job to its outcome; `timer` watches its timeout (default: a timer of its own). */
 export const runClaimed = (
   job: JobRow,
-  o: Resolved
+  o: Resolved,
+  timer?: Watch
 ): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
   Effect.gen(function*() {
     const leases = yield* JobLeases
@@ -115,7 +117,7 @@ export const runClaimed = (
       held = taken.right
     }
 
-    const exit = yield* perform(job, registered.value, payload, o.host, held).pipe(
+    const exit = yield* perform(job, registered.value, payload, o.host, held, timer).pipe(
       Effect.annotateLogs(leaseName === undefined ? {} : { leaseName })
     )
     const failedWith = (is: (e: unknown) => boolean) =>

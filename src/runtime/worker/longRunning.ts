@@ -30,6 +30,7 @@ import * as WakeupsAdapter from "../../adapters/wakeups.ts"
 import * as Metrics from "../metrics.ts"
 import type { WorkerServices } from "./attempt.ts"
 import { makeDoorbell } from "./doorbell.ts"
+import { makeWatchdog } from "./watchdog.ts"
 import { cachedDraining, touchHost } from "./hosts.ts"
 import { resolveWorker, type WorkerConfig } from "./options.ts"
 import { ProcessResult, tallyOf } from "./results.ts"
@@ -92,6 +93,8 @@ export const make = (
     const store = yield* JobStore
     const stats = yield* Ref.make<WorkerStats>({ ...emptyTally, host: o.host, running: 0, reaped: 0, notified: 0 })
     const bell = yield* makeDoorbell(poll)
+    // One timer for every attempt's timeout (./watchdog.ts).
+    const timer = yield* makeWatchdog()
 
     const touch = touchHost(store, o, config.codeVersion)
     yield* Effect.ignoreLogged(touch)
@@ -169,24 +172,25 @@ export const make = (
       room.buffered--
       room.active++
       const started = yield* Clock.currentTimeMillis
-      const result = yield* Effect.acquireUseRelease(running(1), () => runClaimed(job, o), () => running(-1)).pipe(
-        // The outcome could not be written (the database went away mid-attempt): the row stays
-        // processing and the reaper takes it back.
-        Effect.catchAllCause((cause) =>
-          Cause.isInterruptedOnly(cause)
-            ? Effect.failCause(cause)
-            : Effect.as(
-              Effect.logWarning(
-                `attempt of ${job.name} ${job.id} ended without an outcome (${
-                  explain(Cause.squash(cause))
-                }); the reaper will take it back`,
-                cause
-              ),
-              undefined
-            )
-        ),
-        Effect.ensuring(Effect.zipRight(Effect.sync(() => room.active--), Queue.offer(slotFreed, undefined)))
-      )
+      const result = yield* Effect.acquireUseRelease(running(1), () => runClaimed(job, o, timer), () => running(-1))
+        .pipe(
+          // The outcome could not be written (the database went away mid-attempt): the row stays
+          // processing and the reaper takes it back.
+          Effect.catchAllCause((cause) =>
+            Cause.isInterruptedOnly(cause)
+              ? Effect.failCause(cause)
+              : Effect.as(
+                Effect.logWarning(
+                  `attempt of ${job.name} ${job.id} ended without an outcome (${
+                    explain(Cause.squash(cause))
+                  }); the reaper will take it back`,
+                  cause
+                ),
+                undefined
+              )
+          ),
+          Effect.ensuring(Effect.zipRight(Effect.sync(() => room.active--), Queue.offer(slotFreed, undefined)))
+        )
       if (result?._tag === "Deferred") room.contended = concurrency * 2
       if (result !== undefined) yield* record(result, (yield* Clock.currentTimeMillis) - started)
     }))

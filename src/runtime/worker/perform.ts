@@ -10,19 +10,21 @@ import type { JobRow } from "../../core/model.ts"
 import { JobLeases, JobStore } from "../../ports/JobStore.ts"
 import { type HeldLease, JobContext, type JobContextApi, type RegisteredJob } from "../Job.ts"
 import { holderOf } from "./outcome.ts"
-import { watch } from "./watchdog.ts"
+import { watch, type Watch } from "./watchdog.ts"
 
 /**
  * Runs perform for a claimed job with its context, lease renewal and timeout, and returns how
  * it ended. Its timeout is the row's claim timeout, which the claim already capped by the
- * worker's `timeoutCap` (docs/behaviour.md §6).
+ * worker's `timeoutCap` (docs/behaviour.md §6), watched by `timer` (a long-running worker's shared
+ * watchdog, or a timer of its own: ./watchdog.ts).
  */
 export const perform = (
   job: JobRow,
   registered: RegisteredJob,
   payload: unknown,
   host: string,
-  held: HeldLease | undefined
+  held: HeldLease | undefined,
+  timer: Watch = watch
 ): Effect.Effect<Exit.Exit<unknown, unknown>, never, JobStore | JobLeases> =>
   Effect.gen(function*() {
     const store = yield* JobStore
@@ -88,7 +90,7 @@ export const perform = (
     // to expire. Its timer is ./watchdog.ts.
     const done = yield* Deferred.make<Exit.Exit<unknown, unknown>>()
     const fiber = yield* Effect.forkDaemon(Effect.flatMap(Effect.exit(guarded), (exit) => Deferred.succeed(done, exit)))
-    const cancel = yield* watch(
+    const cancel = yield* timer(
       Duration.seconds(seconds),
       // Built only when late: an error captures a stack trace, too dear to make per attempt.
       Effect.suspend(() =>

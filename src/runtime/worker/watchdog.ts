@@ -1,19 +1,82 @@
 /**
- * Attempt timeouts (docs/behaviour.md §6): one timer fiber per attempt, which sleeps the
- * attempt's timeout and then runs its `onLate`, unless cancelled first. Cheaper than the
- * `Effect.disconnect` + `timeoutFail` pair it replaced (a fork, a race of two more fibers and a
- * timer per attempt; issue 13's profile).
+ * Attempt timeouts (docs/behaviour.md §6, §9). A timeout is a duration slept, not a deadline read
+ * off the Clock: a Clock that jumps (or, in the chaos run, reads faster than time passes:
+ * scripts/chaos/clock.ts) must not end running attempts early. A shared watcher that compared
+ * deadlines on the Clock did, and the chaos run caught it. Under `TestClock` the sleeps follow the
+ * test's clock, like every timing rule.
  *
- * A timeout is a duration slept, not a deadline read off the Clock: a Clock that jumps (or, in
- * the chaos run, reads faster than time passes: scripts/chaos/clock.ts) must not end running
- * attempts early. A shared watcher that compared deadlines on the Clock did, and the chaos run
- * caught it. Under `TestClock` the sleep follows the test's clock, like every timing rule.
+ * Two ways to watch, with the same signature (`Watch`):
+ * - `watch`: one timer fiber for one attempt (processNext, processQueue, tick).
+ * - `makeWatchdog`: one fiber for all of a long-running worker's attempts. It sleeps in steps and
+ *   counts, per attempt, the time it has slept since the attempt began, so no attempt costs a
+ *   fiber, a timer and an interruption of its own (issue 13's profile: those were a fifth of the
+ *   worker's CPU per job with no database work at all).
  */
-import { Duration, Effect, Fiber } from "effect"
+import { Duration, Effect, Fiber, Queue, type Scope } from "effect"
 
 /** Runs `onLate` once `timeout` has passed; the returned effect cancels it (a no-op once it ran). */
-export const watch = (timeout: Duration.Duration, onLate: Effect.Effect<void>): Effect.Effect<Effect.Effect<void>> =>
+export type Watch = (timeout: Duration.Duration, onLate: Effect.Effect<void>) => Effect.Effect<Effect.Effect<void>>
+
+/** One attempt's timer: a fiber that sleeps `timeout`, then runs `onLate`, unless cancelled first. */
+export const watch: Watch = (timeout, onLate) =>
   Effect.map(
     Effect.forkDaemon(Effect.zipRight(Effect.sleep(timeout), onLate)),
     (timer) => Fiber.interruptFork(timer)
   )
+
+/**
+ * A shared watch for the attempts of one worker, alive while `scope` is open. Its fiber sleeps
+ * until the earliest attempt's time is up, at most `maxStep` at a time, and only while attempts
+ * are watched. An attempt that begins while a step is being slept counts from the end of that
+ * step, so it may end up to `maxStep` late, never early.
+ */
+export const makeWatchdog = (
+  maxStep: Duration.Duration = Duration.millis(250)
+): Effect.Effect<Watch, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    interface Entry {
+      readonly ms: number
+      /** The watcher's slept total when this attempt's time began. */
+      readonly from: number
+      readonly onLate: Effect.Effect<void>
+    }
+    const stepMs = Duration.toMillis(maxStep)
+    const entries = new Set<Entry>()
+    let slept = 0
+    // The step being slept now (0: none): an attempt that begins during it starts counting after it.
+    let sleeping = 0
+    const wake = yield* Queue.sliding<void>(1)
+
+    const loop = Effect.gen(function*() {
+      while (true) {
+        if (entries.size === 0) {
+          yield* Queue.take(wake)
+          continue
+        }
+        let step = stepMs
+        for (const e of entries) step = Math.min(step, e.ms - (slept - e.from))
+        sleeping = Math.max(1, step)
+        yield* Effect.sleep(Duration.millis(sleeping))
+        slept += sleeping
+        sleeping = 0
+        for (const e of entries) {
+          if (slept - e.from >= e.ms) {
+            entries.delete(e)
+            yield* e.onLate
+          }
+        }
+      }
+    })
+    yield* Effect.forkScoped(loop)
+
+    return (timeout, onLate) =>
+      Effect.suspend(() => {
+        const entry: Entry = { ms: Duration.toMillis(timeout), from: slept + sleeping, onLate }
+        entries.add(entry)
+        const cancel = Effect.sync(() => {
+          entries.delete(entry)
+        })
+        // The watcher waits for work only when nothing is watched.
+        return entries.size === 1 ? Effect.as(Queue.offer(wake, undefined), cancel) : Effect.succeed(cancel)
+      })
+  })

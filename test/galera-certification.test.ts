@@ -2,7 +2,8 @@
  * Galera certification (docs/scale-out.md): a transaction that wrote a row another node
  * committed first is rolled back at COMMIT with ER_LOCK_DEADLOCK (1213). The mysql dialect
  * calls that transient, so the claim's transaction (readCommittedTransaction) is sent again
- * whole, on real nodes of the cluster of scripts/galera/start (.ci/run starts it).
+ * whole, on real nodes of the cluster of scripts/galera/start (.ci/run starts it). Row locks
+ * stay on their node, so the per-host cap's host lock must be a write to be certified.
  */
 import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
@@ -12,8 +13,10 @@ import { Effect, Redacted } from "effect"
 import * as mysql2 from "mysql2/promise"
 import { mysql } from "../src/adapters/mysql/dialect.ts"
 import { nodeUrls } from "../src/adapters/mysql/cluster.ts"
+import { jobStatements } from "../src/adapters/sql/jobStatements.ts"
 import { retryTransient } from "../src/adapters/sql/retry.ts"
 import { readCommittedTransaction } from "../src/adapters/sql/transaction.ts"
+import { tableNames } from "../src/core/tables.ts"
 import { GALERA_URL, uniquePrefix } from "./support/databases.ts"
 
 const [first = "", second = ""] = nodeUrls(GALERA_URL) ?? []
@@ -81,3 +84,33 @@ it.live("a transaction that lost certification at COMMIT is sent again whole and
       expect(yield* sql.unsafe(`SELECT v FROM \`${table}\` WHERE id = 1`)).toEqual([{ v: 101 }])
     })
   ))
+
+it.live("the per-host cap's host lock is certified: two claims for one host on two nodes cannot both commit", () =>
+  Effect.promise(async () => {
+    const prefix = uniquePrefix("cap")
+    const s = jobStatements(mysql, tableNames(prefix))
+    const strategy = mysql.jobs.hostCap
+    if (strategy.kind !== "lockHostRow") throw new Error("the mysql dialect locks the host row")
+    const lock = strategy.lockHost(s.context, "h", 1000)
+    const [a, b] = await Promise.all([mysql2.createConnection(first), mysql2.createConnection(second)])
+    const hosts = `\`${prefix}hosts\``
+    try {
+      await a.query(`CREATE TABLE ${hosts} (host VARCHAR(255) PRIMARY KEY, last_seen_at BIGINT NOT NULL)`)
+      await a.query(`INSERT INTO ${hosts} VALUES ('h', 0), ('ha', 0), ('hb', 0)`)
+      await b.query("SET SESSION wsrep_sync_wait = 7")
+      await b.query(`SELECT 1 FROM ${hosts}`)
+      // Each locks the host row, then writes a different row (a claim of a different job).
+      await a.query("START TRANSACTION")
+      await b.query("START TRANSACTION")
+      await a.query(lock.sql, lock.params as Array<unknown>)
+      await b.query(lock.sql, lock.params as Array<unknown>)
+      await a.query(`UPDATE ${hosts} SET last_seen_at = 1 WHERE host = 'ha'`)
+      await b.query(`UPDATE ${hosts} SET last_seen_at = 1 WHERE host = 'hb'`)
+      await a.query("COMMIT")
+      const outcome = await b.query("COMMIT").then(() => "committed", (e: { errno?: number }) => e.errno)
+      expect(outcome).toBe(1213)
+    } finally {
+      await a.query(`DROP TABLE IF EXISTS ${hosts}`)
+      await Promise.all([a.end(), b.end()])
+    }
+  }))

@@ -50,9 +50,14 @@ export const mysql: Dialect = {
       pickDue: ({ sql, jobs, claimIndex }, due, limit) =>
         sql`SELECT ${JOB_COLUMNS} FROM ${jobs} FORCE INDEX (${claimIndex}) WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT ${limit} FOR UPDATE SKIP LOCKED`
     },
+    // The host row is locked by a write that always changes it (last_seen_at moves on by at
+    // least 1 ms), not by SELECT … FOR UPDATE: on a Galera cluster row locks stay on their node
+    // and only written rows are certified, so two claims for one host on two nodes would both
+    // see room under the cap (docs/scale-out.md). On one server it is the same row lock.
     hostCap: {
       kind: "lockHostRow",
-      lockHost: ({ sql, hosts }, host) => sql`SELECT host FROM ${hosts} WHERE host = ${host} FOR UPDATE`
+      lockHost: ({ sql, hosts }, host, now) =>
+        sql`UPDATE ${hosts} SET last_seen_at = GREATEST(last_seen_at + 1, ${now}) WHERE host = ${host}`
     },
     wakeups: { kind: "poll" },
     finish: { kind: "steps" },

@@ -189,7 +189,8 @@ export interface RestartReport {
  * PostgreSQL: `pg_ctlcluster --skip-systemctl-redirect <version> main restart`. MariaDB:
  * `mariadb-admin -uroot shutdown`, wait for mariadbd to exit, then `start-stop-daemon --start
  * --oknodo --background --exec /usr/sbin/mariadbd`. SQLite has no server: nothing happens.
- * The restarted server is a system daemon and is left running.
+ * Galera: node 1 is killed and restarted (`killGaleraNode`), never the server on 3306; the chaos
+ * plan uses its own node faults instead. The restarted server is a system daemon and is left running.
  */
 export const restartServer = (kind: DbKind): Effect.Effect<RestartReport> =>
   Effect.gen(function*() {

@@ -9,6 +9,8 @@ import { execFile } from "node:child_process"
 import { readdirSync, readFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { isMysqlUrl, isPostgresUrl } from "../../src/adapters/clients.ts"
+import { nodeUrls } from "../../src/adapters/mysql/urls.ts"
 
 /**
  * The databases a chaos run can use: "galera" is the three-node MariaDB Galera cluster of
@@ -33,14 +35,10 @@ export const urlFor = (kind: DbKind, sqliteFile: string): string =>
   kind === "pg" ? PG_URL : kind === "mysql" ? MYSQL_URL : kind === "galera" ? GALERA_URL : sqliteFile
 
 /** The kind of a URL as the worker entry receives it (several hosts: a Galera cluster). */
-export const kindOfUrl = (url: string): DbKind =>
-  /^postgres(ql)?:\/\//.test(url)
-    ? "pg"
-    : /^(mysql|mariadb):\/\/([^@/]*@)?[^/]*,/.test(url)
-    ? "galera"
-    : /^(mysql|mariadb):\/\//.test(url)
-    ? "mysql"
-    : "sqlite"
+export const kindOfUrl = (url: string): DbKind => {
+  if (nodeUrls(url) !== undefined) return "galera"
+  return isPostgresUrl(url) ? "pg" : isMysqlUrl(url) ? "mysql" : "sqlite"
+}
 
 /**
  * A SqlClient layer for a URL. PostgreSQL's layer also provides `PgClient`, so a worker on it
@@ -69,7 +67,7 @@ export const sqlLayer = (url: string, maxConnections = 6): Layer.Layer<SqlClient
     case "galera":
       return load(async () => {
         const cluster = await import("../../src/adapters/mysql/cluster.ts")
-        return cluster.clusterClientLayer(cluster.nodeUrls(url) ?? [url], {
+        return cluster.clusterClientLayer(nodeUrls(url) ?? [url], {
           maxConnectionsPerNode: Math.max(2, Math.ceil(maxConnections / 2))
         })
       })

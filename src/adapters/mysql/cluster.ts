@@ -18,6 +18,8 @@ import { MysqlClient } from "@effect/sql-mysql2"
 import { Context, Effect, Layer, Redacted, type Scope, Stream } from "effect"
 import * as Mysql from "mysql2"
 
+export { nodeUrls } from "./urls.ts"
+
 /** Options of `clusterClientLayer`. */
 export interface ClusterClientOptions {
   /** Connections per node (default 10). */
@@ -28,17 +30,6 @@ export interface ClusterClientOptions {
   readonly recheckAfterMs?: number | undefined
   /** How long a connection attempt may take (default 2000 ms). */
   readonly connectTimeoutMs?: number | undefined
-}
-
-/**
- * The node URLs of a `mysql://user@host1:port1,host2:port2/db` URL (several hosts separated by
- * commas), or undefined for a URL with one host.
- */
-export const nodeUrls = (url: string): ReadonlyArray<string> | undefined => {
-  const m = /^(mysql|mariadb):\/\/([^@/]*@)?([^/?]+)(.*)$/.exec(url)
-  const [, , user = "", hosts = "", rest = ""] = m ?? []
-  if (!hosts.includes(",")) return undefined
-  return hosts.split(",").map((host) => `mysql://${user}${host}${rest}`)
 }
 
 // Errors after which a node is left out for a while: the connection is gone, or the node is not

@@ -94,6 +94,8 @@ export const makeClusterClient = (
         ...rotated.filter((n) => n.leftOutUntil > now).sort((a, b) => a.leftOutUntil - b.leftOutUntil)
       ]
     }
+    // Wall-clock time on purpose (like the reconnect waits in ../sql/retry.ts): an outage lasts
+    // real seconds whatever Clock the caller's fiber has.
     const leaveOut = (node: Node) => {
       node.leftOutUntil = Date.now() + recheckAfter
     }
@@ -127,9 +129,17 @@ export const makeClusterClient = (
         Effect.tap((conn) =>
           prepared.has(conn) || syncWait === 0
             ? Effect.void
-            : Effect.tap(raw(conn, `SET SESSION wsrep_sync_wait = ${syncWait}`, [], "query"), () => prepared.add(conn))
+            : raw(conn, `SET SESSION wsrep_sync_wait = ${syncWait}`, [], "query").pipe(
+              Effect.tap(() => prepared.add(conn)),
+              // A connection that cannot be prepared is not given back to the pool.
+              Effect.tapError(() => Effect.sync(() => conn.destroy()))
+            )
         ),
-        Effect.tapError((e) => Effect.sync(() => nodeUnusable(e.cause) && leaveOut(node)))
+        Effect.tapError((e) =>
+          Effect.sync(() => {
+            if (nodeUnusable(e.cause)) leaveOut(node)
+          })
+        )
       )
 
     const acquire: Effect.Effect<Connection, SqlError, Scope.Scope> = Effect.suspend(() => {

@@ -18,6 +18,8 @@ const loadDriver = async (system: SystemId): Promise<JobSystemDriver | undefined
     case "leasehold-pg":
     case "leasehold-mariadb":
     case "leasehold-sqlite":
+    case "leasehold-galera-one":
+    case "leasehold-galera":
       return (await import("./systems/leasehold.ts")).leasehold
     case "graphile-worker":
       return (await import("./systems/graphile.ts")).graphileWorker

@@ -5,6 +5,8 @@ export type SystemId =
   | "leasehold-pg"
   | "leasehold-mariadb"
   | "leasehold-sqlite"
+  | "leasehold-galera-one"
+  | "leasehold-galera"
   | "graphile-worker"
   | "pg-boss"
   | "raw-pg"

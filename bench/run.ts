@@ -9,7 +9,8 @@
  * them are printed and written to bench/results.json and bench/results.md (a `--quick` smoke
  * run writes bench/results/quick.{json,md} instead, and leaves the full results alone).
  *
- * Flags: --quick, --rounds N (or BENCH_ROUNDS; default 3), --only <scenario,…>,
+ * Flags: --quick, --rounds N (or BENCH_ROUNDS; default 3), --only <scenario,…>, --out NAME
+ * (write bench/results/NAME.{json,md} instead: for a partial run such as the Galera rows),
  * --systems <system,…>, --timeout <seconds per child> (or BENCH_TIMEOUT_S), --extras (also the
  * optional comparisons marked `extra` in bench/scenarios.ts, e.g. graphile-worker with one named
  * queue per job in scenario 2, which is very slow at full size).
@@ -55,6 +56,7 @@ const { values: flags } = parseArgs({
     systems: { type: "string" },
     timeout: { type: "string" },
     extras: { type: "boolean", default: false },
+    out: { type: "string" },
     help: { type: "boolean", default: false }
   },
   strict: true
@@ -62,7 +64,7 @@ const { values: flags } = parseArgs({
 
 if (flags.help) {
   console.log(`usage: npm run bench -- [--quick] [--rounds N] [--only ${SCENARIOS.map((s) => s.id).join(",")}]
-                       [--systems ${Object.keys(SYSTEMS).join(",")}] [--timeout SECONDS] [--extras]`)
+                       [--systems ${Object.keys(SYSTEMS).join(",")}] [--timeout SECONDS] [--extras] [--out NAME]`)
   process.exit(0)
 }
 
@@ -78,6 +80,12 @@ const positiveInt = (raw: string | undefined, what: string, fallback: number): n
 
 const quick = flags.quick ?? false
 const rounds = positiveInt(flags.rounds ?? process.env.BENCH_ROUNDS, "--rounds", 3)
+// A quick run, or a partial one named with --out, goes under bench/results/ and leaves the full results alone.
+const outName = flags.out === undefined ? undefined : /^[a-z0-9-]+$/.test(flags.out) ? flags.out : undefined
+if (flags.out !== undefined && outName === undefined) {
+  console.error(`--out must be lower-case letters, digits and -, got ${JSON.stringify(flags.out)}`)
+  process.exit(2)
+}
 const timeoutMs = positiveInt(flags.timeout ?? process.env.BENCH_TIMEOUT_S, "--timeout", quick ? 120 : 600) * 1000
 const listFlag = (raw: string | undefined, known: ReadonlyArray<string>, what: string): Set<string> | undefined => {
   if (raw === undefined) return undefined
@@ -416,8 +424,8 @@ const markdown = [
   ""
 ].join("\n")
 
-const outDir = quick ? join(import.meta.dirname, "results") : import.meta.dirname
-const base = quick ? "quick" : "results"
+const outDir = quick || outName !== undefined ? join(import.meta.dirname, "results") : import.meta.dirname
+const base = outName ?? (quick ? "quick" : "results")
 mkdirSync(outDir, { recursive: true })
 writeFileSync(join(outDir, `${base}.json`), JSON.stringify(resultsJson, null, 2) + "\n")
 // Sections measured by other scripts (the CLI start time: scripts/cli-start-time.mjs) are kept.

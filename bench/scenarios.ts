@@ -34,6 +34,12 @@ export const SYSTEMS: Readonly<Record<SystemId, SystemDef>> = {
   "leasehold-pg": { id: "leasehold-pg", label: "leasehold (PostgreSQL)", backend: "pg" },
   "leasehold-mariadb": { id: "leasehold-mariadb", label: "leasehold (MariaDB)", backend: "mariadb" },
   "leasehold-sqlite": { id: "leasehold-sqlite", label: "leasehold (SQLite)", backend: "sqlite" },
+  "leasehold-galera-one": {
+    id: "leasehold-galera-one",
+    label: "leasehold (Galera, 3 nodes, all to one)",
+    backend: "galera-one"
+  },
+  "leasehold-galera": { id: "leasehold-galera", label: "leasehold (Galera, 3 nodes, spread)", backend: "galera" },
   "graphile-worker": {
     id: "graphile-worker",
     label: `graphile-worker ${PEER_VERSIONS["graphile-worker"]}`,
@@ -105,6 +111,8 @@ export const SCENARIOS: ReadonlyArray<ScenarioDef> = [
       { id: "leasehold-pg" },
       { id: "leasehold-mariadb" },
       { id: "leasehold-sqlite" },
+      { id: "leasehold-galera-one", note: "scripts/galera/start; every statement to node 1", extra: true },
+      { id: "leasehold-galera", note: "scripts/galera/start; statements round-robin over 3 nodes", extra: true },
       { id: "graphile-worker", note: "concurrency 10" },
       { id: "pg-boss", note: `10 workers, batch ${BATCH_SIZE}, poll ${POLLING_INTERVAL_SECONDS} s` }
     ],
@@ -151,6 +159,8 @@ export const SCENARIOS: ReadonlyArray<ScenarioDef> = [
       { id: "leasehold-pg" },
       { id: "leasehold-mariadb" },
       { id: "leasehold-sqlite" },
+      { id: "leasehold-galera-one", note: "scripts/galera/start; every statement to node 1", extra: true },
+      { id: "leasehold-galera", note: "scripts/galera/start; statements round-robin over 3 nodes", extra: true },
       // get_job locks every available named queue up front, so one queue per job makes each
       // fetch O(queues): ~65 jobs/s at 2,000 jobs here, far worse at 20,000. Opt-in only.
       { id: "graphile-worker", note: "one named queue per job", extra: true }

@@ -20,10 +20,10 @@ const NOW = 1_791_039_632_175
 // Enough rows that, on PostgreSQL, statistics from an empty table make a claim read them all.
 const ROWS = 20_000
 
-const dialects: Record<Exclude<AdapterName, "memory">, Dialect> = { postgres, mysql, sqlite }
+const dialects: Record<Exclude<AdapterName, "memory" | "galera">, Dialect> = { postgres, mysql, sqlite }
 
 /** `ROWS` pending rows, due, inserted by the database itself (one statement). */
-const fill = (adapter: Exclude<AdapterName, "memory">, jobs: string) => {
+const fill = (adapter: Exclude<AdapterName, "memory" | "galera">, jobs: string) => {
   const columns =
     "id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, grace_ms, unique_key, run_at, created_at, updated_at"
   const values = (n: string) =>

@@ -14,6 +14,11 @@ import { type Backend, sqlLayer } from "./sql.ts"
 /** Admin connections (any database but the benchmark's own). */
 export const PG_ADMIN_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
 export const MYSQL_ADMIN_URL = process.env.BENCH_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/"
+/** The Galera cluster's nodes (scripts/galera/start); databases are created through the first (DDL replicates). */
+export const GALERA_NODES = (process.env.BENCH_GALERA_NODES ?? "127.0.0.1:3307,127.0.0.1:3308,127.0.0.1:3309").split(
+  ","
+)
+const GALERA_ADMIN_URL = `mysql://root@${GALERA_NODES[0]}/`
 
 const NAME = /^lh_bench_[a-z0-9_]{1,54}$/
 
@@ -44,14 +49,16 @@ const pgAdmin = async <A>(f: (c: pg.Client) => Promise<A>): Promise<A> => {
   }
 }
 
-const mysqlAdmin = <A>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>): Promise<A> =>
-  Effect.runPromise(Effect.flatMap(SqlClient.SqlClient, f).pipe(Effect.provide(sqlLayer(MYSQL_ADMIN_URL, 1))))
+const mysqlAdmin = <A>(
+  f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>,
+  adminUrl = MYSQL_ADMIN_URL
+): Promise<A> => Effect.runPromise(Effect.flatMap(SqlClient.SqlClient, f).pipe(Effect.provide(sqlLayer(adminUrl, 1))))
 
 const dropPg = (name: string) =>
   pgAdmin((c) => c.query(`DROP DATABASE IF EXISTS "${checkName(name)}" WITH (FORCE)`)).then(() => undefined)
 
-const dropMysql = (name: string) =>
-  mysqlAdmin((sql) => sql.unsafe(`DROP DATABASE IF EXISTS \`${checkName(name)}\``)).then(() => undefined)
+const dropMysql = (name: string, adminUrl = MYSQL_ADMIN_URL) =>
+  mysqlAdmin((sql) => sql.unsafe(`DROP DATABASE IF EXISTS \`${checkName(name)}\``), adminUrl).then(() => undefined)
 
 /** Creates (after dropping any leftover of the same name) an empty database for one run. */
 export const createDatabase = async (backend: Backend, name: string): Promise<BenchDatabase> => {
@@ -66,14 +73,17 @@ export const createDatabase = async (backend: Backend, name: string): Promise<Be
       })
       return { url: withDatabase(PG_ADMIN_URL, name), drop: () => dropPg(name) }
     }
-    case "mariadb": {
+    case "mariadb":
+    case "galera-one":
+    case "galera": {
+      const admin = backend === "mariadb" ? MYSQL_ADMIN_URL : GALERA_ADMIN_URL
       await mysqlAdmin((sql) =>
         Effect.zipRight(
           sql.unsafe(`DROP DATABASE IF EXISTS \`${name}\``),
           sql.unsafe(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`)
-        )
-      )
-      return { url: withDatabase(MYSQL_ADMIN_URL, name), drop: () => dropMysql(name) }
+        ), admin)
+      const url = backend === "galera" ? `mysql://root@${GALERA_NODES.join(",")}/${name}` : withDatabase(admin, name)
+      return { url, drop: () => dropMysql(name, admin) }
     }
     case "sqlite": {
       const dir = mkdtempSync(join(tmpdir(), `${name}-`))
@@ -98,5 +108,11 @@ export const serverVersions = async (): Promise<Record<Backend, string>> => {
       Effect.provide(sqlLayer(":memory:", 1))
     )
   ).then((rows) => `SQLite ${String(rows[0]?.v ?? "?")}`).catch(() => "SQLite unavailable")
-  return { pg: pgVersion, mariadb, sqlite }
+  const galera = await mysqlAdmin(
+    (sql) => sql.unsafe<{ v: string; n: string }>("SELECT VERSION() AS v, @@wsrep_provider_version AS n"),
+    GALERA_ADMIN_URL
+  )
+    .then((rows) => `MariaDB ${String(rows[0]?.v ?? "?")}, Galera ${String(rows[0]?.n ?? "?")}, 3 nodes on loopback`)
+    .catch(() => "Galera cluster unavailable (scripts/galera/start)")
+  return { pg: pgVersion, mariadb, sqlite, "galera-one": galera, galera }
 }

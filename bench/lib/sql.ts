@@ -18,13 +18,22 @@ import { MysqlClient } from "@effect/sql-mysql2"
 import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Context, Effect, Layer, Option, Redacted, Stream } from "effect"
+import { clusterClientLayer } from "../../src/adapters/mysql/cluster.ts"
+import { isMysqlUrl, isPostgresUrl } from "../../src/adapters/clients.ts"
+import { nodeUrls } from "../../src/adapters/mysql/urls.ts"
 
-/** The three databases leasehold runs on. */
-export type Backend = "pg" | "mariadb" | "sqlite"
+/**
+ * The databases leasehold runs on, and the three-node Galera cluster of scripts/galera/start:
+ * "galera-one" sends everything to its first node, "galera" spreads statements over all three
+ * (leasehold's cluster client, src/adapters/mysql/cluster.ts).
+ */
+export type Backend = "pg" | "mariadb" | "sqlite" | "galera-one" | "galera"
 
-/** Which database a URL names. */
-export const backendOf = (url: string): Backend =>
-  /^postgres(ql)?:\/\//.test(url) ? "pg" : /^(mysql|mariadb):\/\//.test(url) ? "mariadb" : "sqlite"
+/** Which database a URL names (a MySQL URL with several hosts: the Galera cluster, spread). */
+export const backendOf = (url: string): Backend => {
+  if (nodeUrls(url) !== undefined) return "galera"
+  return isPostgresUrl(url) ? "pg" : isMysqlUrl(url) ? "mariadb" : "sqlite"
+}
 
 /** The SQLite file of a URL (`sqlite:`/`file:` prefixes stripped, as the CLI does). */
 export const sqliteFilename = (url: string): string => url.replace(/^sqlite:(\/\/)?/, "").replace(/^file:/, "")
@@ -35,7 +44,12 @@ export const sqlLayer = (url: string, maxConnections = 10): Layer.Layer<SqlClien
     case "pg":
       return PgClient.layer({ url: Redacted.make(url), maxConnections, connectTimeout: "10 seconds" })
     case "mariadb":
+    case "galera-one":
       return MysqlClient.layer({ url: Redacted.make(url.replace(/^mariadb:/, "mysql:")), maxConnections })
+    case "galera":
+      return clusterClientLayer(nodeUrls(url) ?? [url], {
+        maxConnectionsPerNode: Math.max(2, Math.ceil(maxConnections / 3))
+      })
     case "sqlite":
       return SqliteClient.layer({ filename: sqliteFilename(url) })
   }

@@ -44,7 +44,18 @@ import {
   type RestartEvent
 } from "./check.ts"
 import { chaosClock, type ChaosClockConfig } from "./clock.ts"
-import { type DbKind, dropPrefixed, quoteIdent, restartServer, retryFor, sqlLayer, urlFor } from "./db.ts"
+import {
+  type DbKind,
+  dropPrefixed,
+  isolateGaleraNode,
+  killGaleraNode,
+  quoteIdent,
+  type RestartReport,
+  restartServer,
+  retryFor,
+  sqlLayer,
+  urlFor
+} from "./db.ts"
 import {
   ChaosKeyed,
   ChaosOnce,
@@ -463,6 +474,15 @@ class Scenario {
     }
   }
 
+  /** A fault of one Galera node, reported with the server restarts (same summary field). */
+  async nodeFault(fault: Effect.Effect<RestartReport>) {
+    const from = Date.now()
+    const r = await Effect.runPromise(fault)
+    const to = Date.now()
+    this.restarts.push({ from, to, ok: r.ok, detail: r.detail })
+    this.log(`galera node fault ${r.ok ? "done" : "FAILED"} in ${((to - from) / 1000).toFixed(1)} s: ${r.detail}`)
+  }
+
   async restart() {
     this.log(`restarting the ${this.kind} server`)
     const from = Date.now()
@@ -543,8 +563,15 @@ class Scenario {
       const kills = Math.max(2, Math.floor(this.o.seconds / 20))
       for (let i = 0; i < kills; i++) out.push({ at: ((i + 0.5) / kills) * total, run: () => this.kill() })
     }
-    if (this.o.restart && this.kind !== "sqlite") {
+    if (this.o.restart && this.kind !== "sqlite" && this.kind !== "galera") {
       out.push({ at: (this.kind === "pg" ? 0.4 : 0.55) * total, run: () => this.restart() })
+    }
+    if (this.kind === "galera" && (this.o.faults || this.o.restart)) {
+      // Two different nodes: one killed (-9) and restarted (it rejoins), one cut off from the group.
+      const killed = 1 + Math.floor(this.rng() * 3)
+      const cut = 1 + ((killed - 1 + 1 + Math.floor(this.rng() * 2)) % 3)
+      out.push({ at: 0.25 * total, run: () => this.nodeFault(killGaleraNode(killed, 5000)) })
+      out.push({ at: 0.6 * total, run: () => this.nodeFault(isolateGaleraNode(cut, 8000)) })
     }
     return out
   }

@@ -6,12 +6,19 @@
 import { SqlClient } from "@effect/sql"
 import { Duration, Effect, Layer, Redacted } from "effect"
 import { execFile } from "node:child_process"
-import { readdirSync } from "node:fs"
+import { readdirSync, readFileSync } from "node:fs"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { isMysqlUrl, isPostgresUrl } from "../../src/adapters/clients.ts"
+import { nodeUrls } from "../../src/adapters/mysql/urls.ts"
 
-/** The databases a chaos run can use. */
-export type DbKind = "pg" | "mysql" | "sqlite"
+/**
+ * The databases a chaos run can use: "galera" is the three-node MariaDB Galera cluster of
+ * scripts/galera/start, reached through leasehold's cluster client (every node in one URL).
+ */
+export type DbKind = "pg" | "mysql" | "sqlite" | "galera"
 
-/** Every database kind, in the order runs report them. */
+/** The database kinds of the full run (`--db all`, `npm run chaos`), in the order runs report them. */
 export const DB_KINDS: ReadonlyArray<DbKind> = ["pg", "mysql", "sqlite"]
 
 /** The PostgreSQL URL (LEASEHOLD_PG_URL, else the local test database). */
@@ -19,13 +26,19 @@ export const PG_URL = process.env.LEASEHOLD_PG_URL ?? "postgres://postgres@127.0
 /** The MariaDB/MySQL URL (LEASEHOLD_MYSQL_URL, else the local test database). */
 export const MYSQL_URL = process.env.LEASEHOLD_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/test"
 
+/** The Galera cluster, every node in one URL (LEASEHOLD_GALERA_URL, else scripts/galera/start's). */
+export const GALERA_URL = process.env.LEASEHOLD_GALERA_URL ??
+  "mysql://root@127.0.0.1:3307,127.0.0.1:3308,127.0.0.1:3309/test"
+
 /** The connection URL (or SQLite file path) for a kind; SQLite needs its file. */
 export const urlFor = (kind: DbKind, sqliteFile: string): string =>
-  kind === "pg" ? PG_URL : kind === "mysql" ? MYSQL_URL : sqliteFile
+  kind === "pg" ? PG_URL : kind === "mysql" ? MYSQL_URL : kind === "galera" ? GALERA_URL : sqliteFile
 
-/** The kind of a URL as the worker entry receives it. */
-export const kindOfUrl = (url: string): DbKind =>
-  /^postgres(ql)?:\/\//.test(url) ? "pg" : /^(mysql|mariadb):\/\//.test(url) ? "mysql" : "sqlite"
+/** The kind of a URL as the worker entry receives it (several hosts: a Galera cluster). */
+export const kindOfUrl = (url: string): DbKind => {
+  if (nodeUrls(url) !== undefined) return "galera"
+  return isPostgresUrl(url) ? "pg" : isMysqlUrl(url) ? "mysql" : "sqlite"
+}
 
 /**
  * A SqlClient layer for a URL. PostgreSQL's layer also provides `PgClient`, so a worker on it
@@ -51,6 +64,13 @@ export const sqlLayer = (url: string, maxConnections = 6): Layer.Layer<SqlClient
           maxConnections
         })
       )
+    case "galera":
+      return load(async () => {
+        const cluster = await import("../../src/adapters/mysql/cluster.ts")
+        return cluster.clusterClientLayer(nodeUrls(url) ?? [url], {
+          maxConnectionsPerNode: Math.max(2, Math.ceil(maxConnections / 2))
+        })
+      })
     case "sqlite":
       return load(async () =>
         (await import("@effect/sql-sqlite-node")).SqliteClient.layer({
@@ -67,6 +87,8 @@ export const preloadDriver = async (url: string): Promise<void> => {
     ? import("@effect/sql-pg")
     : kind === "mysql"
     ? import("@effect/sql-mysql2")
+    : kind === "galera"
+    ? import("../../src/adapters/mysql/cluster.ts")
     : import("@effect/sql-sqlite-node"))
 }
 
@@ -165,12 +187,14 @@ export interface RestartReport {
  * PostgreSQL: `pg_ctlcluster --skip-systemctl-redirect <version> main restart`. MariaDB:
  * `mariadb-admin -uroot shutdown`, wait for mariadbd to exit, then `start-stop-daemon --start
  * --oknodo --background --exec /usr/sbin/mariadbd`. SQLite has no server: nothing happens.
- * The restarted server is a system daemon and is left running.
+ * Galera: node 1 is killed and restarted (`killGaleraNode`), never the server on 3306; the chaos
+ * plan uses its own node faults instead. The restarted server is a system daemon and is left running.
  */
 export const restartServer = (kind: DbKind): Effect.Effect<RestartReport> =>
   Effect.gen(function*() {
     const started = Date.now()
     if (kind === "sqlite") return { kind, ok: true, downMs: 0, detail: "no server" }
+    if (kind === "galera") return yield* killGaleraNode(1, 5000)
     if (kind === "pg") {
       const versions = readdirSync("/etc/postgresql").filter((v) => /^\d+$/.test(v))
       const version = versions[0]
@@ -207,5 +231,78 @@ export const restartServer = (kind: DbKind): Effect.Effect<RestartReport> =>
       ok: down.code === 0 && gone && start.code === 0 && up,
       downMs: Date.now() - started,
       detail: `shutdown exit ${down.code}, old process gone ${gone}, start exit ${start.code}, answering ${up}`
+    }
+  })
+
+// ---------------------------------------------------------------------------------------------
+// Galera node faults (scripts/galera/start's cluster)
+
+const GALERA_DIR = process.env.LEASEHOLD_GALERA_DIR ?? join(process.env.TMPDIR ?? "/tmp", "leasehold-galera")
+const GALERA_START = join(dirname(fileURLToPath(import.meta.url)), "..", "galera", "start")
+
+/** Runs one statement on one Galera node (1-3) with the mariadb client; resolves with its output. */
+const onNode = (node: number, statement: string) =>
+  command(
+    "mariadb",
+    ["-h", "127.0.0.1", "-P", String(3306 + node), "-uroot", "--connect-timeout=3", "-Nse", statement],
+    10_000
+  )
+
+/** Whether a node answers and is Synced with a primary component of three. */
+const nodeSynced = (node: number) =>
+  Effect.map(
+    onNode(node, "SHOW STATUS WHERE Variable_name IN ('wsrep_local_state_comment', 'wsrep_cluster_size')"),
+    (r) => r.code === 0 && /Synced/.test(r.output) && /wsrep_cluster_size\s+3/.test(r.output)
+  )
+
+/**
+ * kill -9 of one Galera node's mariadbd (the other two keep quorum), `downMs` of wall time
+ * down, then `scripts/galera/start <node>`: it restarts and rejoins (IST), and is waited for
+ * until it is Synced in a cluster of three again.
+ */
+export const killGaleraNode = (node: number, downMs: number): Effect.Effect<RestartReport> =>
+  Effect.gen(function*() {
+    const started = Date.now()
+    const pid = Number(readFileSync(join(GALERA_DIR, `node${node}`, "mariadbd.pid"), "utf8").trim())
+    const killed = yield* Effect.sync(() => {
+      try {
+        process.kill(pid, "SIGKILL")
+        return true
+      } catch {
+        return false
+      }
+    })
+    yield* Effect.sleep(Duration.millis(downMs))
+    const start = yield* command(GALERA_START, [String(node)], 150_000)
+    const synced = yield* waitUntil(nodeSynced(node), 60_000)
+    return {
+      kind: "galera" as const,
+      ok: killed && start.code === 0 && synced,
+      downMs: Date.now() - started,
+      detail: `node ${node} (pid ${pid}) kill -9 ${
+        killed ? "sent" : "FAILED"
+      }, restart exit ${start.code}, rejoined ${synced}`
+    }
+  })
+
+/**
+ * Cuts one Galera node off from the group for `forMs` (its provider option gmcast.isolate=1: it
+ * drops out of the primary component and refuses every statement with WSREP 1047), then lets it
+ * back and waits until it is Synced in a cluster of three again.
+ */
+export const isolateGaleraNode = (node: number, forMs: number): Effect.Effect<RestartReport> =>
+  Effect.gen(function*() {
+    const started = Date.now()
+    const cut = yield* onNode(node, "SET GLOBAL wsrep_provider_options = 'gmcast.isolate=1'")
+    yield* Effect.sleep(Duration.millis(forMs))
+    const back = yield* onNode(node, "SET GLOBAL wsrep_provider_options = 'gmcast.isolate=0'")
+    const synced = yield* waitUntil(nodeSynced(node), 60_000)
+    return {
+      kind: "galera" as const,
+      ok: cut.code === 0 && back.code === 0 && synced,
+      downMs: Date.now() - started,
+      detail: `node ${node} cut off from the group (gmcast.isolate) for ${
+        (forMs / 1000).toFixed(1)
+      } s: isolate exit ${cut.code}, rejoin exit ${back.code}, Synced again ${synced}`
     }
   })

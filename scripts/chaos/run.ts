@@ -2,7 +2,7 @@
  * `npm run chaos` (tsx scripts/chaos/run.ts): crash, pause, restart and clock-skew chaos against
  * leasehold workers, with an exclusivity checker. See chaos.ts for what it does and why.
  *
- *   tsx scripts/chaos/run.ts [--db pg|mysql|sqlite|all]… [--seconds N] [--workers K]
+ *   tsx scripts/chaos/run.ts [--db pg|mysql|sqlite|galera|all]… [--seconds N] [--workers K]
  *                            [--restart | --no-restart] [--no-faults] [--long-pauses] [--speed S] [--skew-ms MS]
  *                            [--rate R] [--concurrency C] [--seed N] [--keep]
  *
@@ -36,7 +36,8 @@ export const parseArgs = (argv: ReadonlyArray<string>): ChaosOptions => {
         else if (v === "pg" || v === "postgres") dbs.push("pg")
         else if (v === "mysql" || v === "mariadb") dbs.push("mysql")
         else if (v === "sqlite") dbs.push("sqlite")
-        else throw new Error(`--db: pg, mysql, sqlite or all, not ${v}`)
+        else if (v === "galera") dbs.push("galera")
+        else throw new Error(`--db: pg, mysql, sqlite, galera or all, not ${v}`)
         custom = true
         break
       }

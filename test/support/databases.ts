@@ -20,17 +20,22 @@ import * as JobStoreModule from "../../src/JobStore.ts"
 import type { JobLeases, JobStore } from "../../src/JobStore.ts"
 import { makeMemoryDatabase, MemoryDatabase, type MemoryDatabaseApi } from "../../src/adapters/memory/database.ts"
 import { memoryJobStoreLayer } from "../../src/adapters/memory/JobStore.ts"
+import { clusterClientLayer, nodeUrls } from "../../src/adapters/mysql/cluster.ts"
 import { makeMemoryLeaseLock } from "../../src/adapters/memory/LeaseLock.ts"
 import { tableNames } from "../../src/core/tables.ts"
 import * as Migrator from "../../src/runtime/migrate.ts"
 
-/** The four adapters every conformance suite runs on. */
-export type AdapterName = "postgres" | "mysql" | "sqlite" | "memory"
+/**
+ * The adapters every conformance suite runs on: the four of `adapterNames`, and "galera" (the
+ * mysql adapter on a three-node MariaDB Galera cluster, scripts/galera/start), run by
+ * test/adapters/galera.test.ts only.
+ */
+export type AdapterName = "postgres" | "mysql" | "sqlite" | "memory" | "galera"
 /** Every adapter name, in the order the adapter test files run them. */
 export const adapterNames: ReadonlyArray<AdapterName> = ["postgres", "mysql", "sqlite", "memory"]
 
-import { MYSQL_URL, PG_URL, uniquePrefix } from "./urls.ts"
-export { MYSQL_URL, PG_URL, uniquePrefix } from "./urls.ts"
+import { GALERA_URL, MYSQL_URL, PG_URL, uniquePrefix } from "./urls.ts"
+export { GALERA_URL, MYSQL_URL, PG_URL, uniquePrefix } from "./urls.ts"
 
 /** What a conformance suite needs from an adapter. */
 export interface TestDatabaseApi {
@@ -169,6 +174,17 @@ export const mysqlLayer = (label: string) =>
     Layer.orDie
   )
 
+/**
+ * The three-node Galera cluster through leasehold's cluster client: every statement (and
+ * transaction) goes to the next node in turn, so each test's connections are spread over all
+ * three nodes. 20 connections per node, so 50 concurrent calls use 50 connections.
+ */
+export const galeraLayer = (label: string) =>
+  Layer.scoped(TestDatabase, sqlDatabase("galera", label)).pipe(
+    Layer.provide(clusterClientLayer(nodeUrls(GALERA_URL) ?? [GALERA_URL], { maxConnectionsPerNode: 20 })),
+    Layer.orDie
+  )
+
 /** Two SQLite clients on one temporary file, so "separate connections" means two clients. */
 export const sqliteLayer = (label: string) =>
   Layer.scoped(
@@ -248,5 +264,7 @@ export const layerFor = (adapter: AdapterName, label = "t") => {
       return sqliteLayer(label)
     case "memory":
       return memoryLayer(label)
+    case "galera":
+      return galeraLayer(label)
   }
 }

@@ -10,5 +10,9 @@ export const PG_URL = process.env.LEASEHOLD_PG_URL ?? "postgres://postgres@127.0
 /** MariaDB/MySQL for the tests (LEASEHOLD_MYSQL_URL). */
 export const MYSQL_URL = process.env.LEASEHOLD_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/test"
 
+/** The three-node Galera cluster of scripts/galera/start, one URL naming every node (LEASEHOLD_GALERA_URL). */
+export const GALERA_URL = process.env.LEASEHOLD_GALERA_URL ??
+  "mysql://root@127.0.0.1:3307,127.0.0.1:3308,127.0.0.1:3309/test"
+
 /** A table prefix no other test file or run uses. */
 export const uniquePrefix = (label: string) => `lh${label}_${randomBytes(4).toString("hex")}_`

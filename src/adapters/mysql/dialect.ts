@@ -50,9 +50,14 @@ export const mysql: Dialect = {
       pickDue: ({ sql, jobs, claimIndex }, due, limit) =>
         sql`SELECT ${JOB_COLUMNS} FROM ${jobs} FORCE INDEX (${claimIndex}) WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT ${limit} FOR UPDATE SKIP LOCKED`
     },
+    // The host row is locked by a write that always changes it (last_seen_at moves on by at
+    // least 1 ms), not by SELECT … FOR UPDATE: on a Galera cluster row locks stay on their node
+    // and only written rows are certified, so two claims for one host on two nodes would both
+    // see room under the cap (docs/scale-out.md). On one server it is the same row lock.
     hostCap: {
       kind: "lockHostRow",
-      lockHost: ({ sql, hosts }, host) => sql`SELECT host FROM ${hosts} WHERE host = ${host} FOR UPDATE`
+      lockHost: ({ sql, hosts }, host, now) =>
+        sql`UPDATE ${hosts} SET last_seen_at = GREATEST(last_seen_at + 1, ${now}) WHERE host = ${host}`
     },
     wakeups: { kind: "poll" },
     finish: { kind: "steps" },
@@ -66,11 +71,27 @@ export const mysql: Dialect = {
     ensureHost: ({ sql, hosts }, host, now) =>
       sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining) VALUES (${host}, ${now}, ${now}, 0, 0, 0) ON DUPLICATE KEY UPDATE host = host`
   },
+  // On a Galera cluster a transaction that loses certification (another node committed a write
+  // to the same row first: two claims of one job, two inserts of one lease) fails at COMMIT, or
+  // an autocommit statement fails, with ER_LOCK_DEADLOCK (1213) and is rolled back whole, like
+  // an InnoDB deadlock victim: the same transient rule applies (docs/scale-out.md).
   isTransient: (cause) => ["ER_LOCK_DEADLOCK", "ER_LOCK_WAIT_TIMEOUT"].includes(errorCode(cause) ?? ""),
   // mysql2 marks an error that ended the connection `fatal`; the codes cover a refused connect.
+  // A Galera node outside the primary component refuses every statement with 1047 ("WSREP has
+  // not yet prepared node for application use"), and a commit cut off by losing the primary
+  // component fails with ER_ERROR_DURING_COMMIT: another node may serve the statement, and a
+  // fenced one may be sent again (its outcome is unknown in the second case).
   isDisconnect: (cause) =>
     (cause as { fatal?: unknown } | null)?.fatal === true || isNetworkError(cause) ||
     ["PROTOCOL_CONNECTION_LOST", "PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR", "ER_SERVER_SHUTDOWN", "ER_CON_COUNT_ERROR"]
-      .includes(errorCode(cause) ?? ""),
+      .includes(errorCode(cause) ?? "") ||
+    isWsrepUnavailable(cause),
   affectedRows: (raw) => Number((raw as { affectedRows?: number }).affectedRows ?? 0)
+}
+
+/** A Galera node that cannot serve statements now (not in the primary component, or lost it at COMMIT). */
+const isWsrepUnavailable = (cause: unknown): boolean => {
+  const code = errorCode(cause)
+  return (code === "ER_UNKNOWN_COM_ERROR" && /WSREP/.test(String((cause as { message?: unknown }).message))) ||
+    code === "ER_ERROR_DURING_COMMIT"
 }

@@ -174,7 +174,7 @@ export const make = (
             "claim",
             transaction(Effect.gen(function*() {
               yield* changed(s.ensureHost(input.host, input.now))
-              yield* rows(strategy.lockHost(s.context, input.host))
+              yield* rows(strategy.lockHost(s.context, input.host, input.now))
               const running = yield* countRunning(input.host)
               if (running >= cap) {
                 return { _tag: "Capped", running } as ClaimResult

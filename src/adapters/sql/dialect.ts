@@ -138,8 +138,11 @@ export type HostCapStrategy =
    * runs one writer at a time, so counting and claiming cannot interleave (SQLite).
    */
   | { readonly kind: "countInClaim"; readonly statement: (c: JobSqlContext, parts: ClaimParts) => Statement }
-  /** Lock the host row while counting and claiming, so two claimers cannot both see room (PostgreSQL, MySQL). */
-  | { readonly kind: "lockHostRow"; readonly lockHost: (c: JobSqlContext, host: string) => Statement }
+  /**
+   * Lock the host row while counting and claiming, so two claimers cannot both see room
+   * (PostgreSQL, MySQL). `now` is the claim's time, for a lock that writes the row (MySQL).
+   */
+  | { readonly kind: "lockHostRow"; readonly lockHost: (c: JobSqlContext, host: string, now: number) => Statement }
 
 /** How idle workers hear of new work. */
 export type WakeupStrategy =

@@ -1,0 +1,19 @@
+/**
+ * Every conformance suite on a three-node MariaDB Galera cluster (scripts/galera/start; .ci/run
+ * starts it), each test's statements spread over the three nodes by leasehold's cluster client
+ * (src/adapters/mysql/cluster.ts). A cluster that is not up fails every suite here: nothing is
+ * skipped.
+ */
+import { badInputConformance } from "../conformance/badInput/index.ts"
+import { exclusiveConformance } from "../conformance/exclusive.ts"
+import { jobConformance } from "../conformance/jobs.ts"
+import { leaseLockConformance } from "../conformance/leaseLock.ts"
+import { migrationConformance } from "../conformance/migrations.ts"
+import { workerConformance } from "../conformance/worker.ts"
+
+leaseLockConformance("galera")
+jobConformance("galera")
+exclusiveConformance("galera")
+workerConformance("galera")
+migrationConformance("galera")
+badInputConformance("galera")

@@ -99,7 +99,8 @@ export interface WorkerHandle {
   readonly stats: () => Promise<Worker.WorkerStats>
   /**
    * Stops claiming, lets running attempts finish (within the worker's `gracePeriod`, default
-   * 30 s), then interrupts what is left (interrupted attempts are reaped and retried later).
+   * 30 s), then interrupts what is left and hands it back (pending, attempt given back, leases
+   * released).
    */
   readonly stop: () => Promise<void>
 }

@@ -101,6 +101,22 @@ export interface Finished {
   readonly lease: "none" | "released" | "lost" | "unknown"
 }
 
+/** An attempt's claim: its job and claim token (which also owns the attempt's lease). */
+export interface Claim {
+  readonly id: string
+  readonly token: string
+}
+
+/**
+ * What a hand-back did: attempts given back (pending again, attempt returned), leases their
+ * tokens owned that were released, and waiters on those leases made due.
+ */
+export interface HandedBack {
+  readonly handedBack: number
+  readonly released: number
+  readonly woke: number
+}
+
 /** One row of the hosts table. */
 export interface HostRow {
   readonly host: string

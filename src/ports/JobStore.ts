@@ -9,10 +9,12 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { Context, type Effect, type Option } from "effect"
 import type { ReapDecision } from "../core/jobs.ts"
 import type {
+  Claim,
   ClaimInput,
   ClaimResult,
   FinishInput,
   Finished,
+  HandedBack,
   HostRow,
   JobCount,
   JobFilter,
@@ -40,6 +42,13 @@ export interface JobStoreApi {
    * due as before, its attempt given back; false when fenced.
    */
   readonly giveBack: (id: string, token: string, now: number) => Effect.Effect<boolean, SqlError>
+  /**
+   * Attempts a stopping worker will not finish (interrupted, or claimed and never started),
+   * handed back at once: every lease their tokens own released, the best waiter on each made due
+   * (never one of these jobs), then each job pending again, due as before, its attempt given back
+   * (fenced on its token, like `giveBack`). One statement on PostgreSQL (src/runtime/worker/handBack.ts).
+   */
+  readonly handBack: (claims: ReadonlyArray<Claim>, now: number) => Effect.Effect<HandedBack, SqlError>
   /**
    * Ends an attempt: writes its outcome (completed, back to pending for a retry, or dead),
    * fenced on the claim token, and with `lease` releases that lease (owner-fenced) and hands off

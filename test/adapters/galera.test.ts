@@ -6,6 +6,7 @@
  */
 import { badInputConformance } from "../conformance/badInput/index.ts"
 import { exclusiveConformance } from "../conformance/exclusive.ts"
+import { handBackConformance } from "../conformance/handBack.ts"
 import { jobConformance } from "../conformance/jobs.ts"
 import { leaseLockConformance } from "../conformance/leaseLock.ts"
 import { migrationConformance } from "../conformance/migrations.ts"
@@ -15,5 +16,6 @@ leaseLockConformance("galera")
 jobConformance("galera")
 exclusiveConformance("galera")
 workerConformance("galera")
+handBackConformance("galera")
 migrationConformance("galera")
 badInputConformance("galera")

@@ -1,6 +1,7 @@
 /** Every conformance suite, run on the memory adapter. */
 import { badInputConformance } from "../conformance/badInput/index.ts"
 import { exclusiveConformance } from "../conformance/exclusive.ts"
+import { handBackConformance } from "../conformance/handBack.ts"
 import { jobConformance } from "../conformance/jobs.ts"
 import { leaseLockConformance } from "../conformance/leaseLock.ts"
 import { migrationConformance } from "../conformance/migrations.ts"
@@ -10,5 +11,6 @@ leaseLockConformance("memory")
 jobConformance("memory")
 exclusiveConformance("memory")
 workerConformance("memory")
+handBackConformance("memory")
 migrationConformance("memory")
 badInputConformance("memory")

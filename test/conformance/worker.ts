@@ -22,7 +22,7 @@ const withLog = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   )
 
 /** A long-running worker (src/runtime/Worker.ts) in a scope of its own: close the scope to stop it. */
-const startWorker = (config: Worker.WorkerConfig) =>
+export const startWorker = (config: Worker.WorkerConfig) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
     const context = yield* Layer.buildWithScope(Worker.layer(config), scope)
@@ -299,7 +299,7 @@ export const workerConformance = (adapter: AdapterName) =>
       })
     ))
 
-    it.effect("graceful shutdown: past the grace period the attempt is interrupted; its row stays for the reaper", () => (
+    it.effect("graceful shutdown: past the grace period the attempt is interrupted and handed back, not left for the reaper", () => (
       Effect.gen(function*() {
         const gate = yield* Deferred.make<void>()
         const started = yield* Deferred.make<void>()
@@ -319,8 +319,8 @@ export const workerConformance = (adapter: AdapterName) =>
             yield* settle
             yield* TestClock.adjust("100 millis")
             yield* Fiber.join(closing)
-            // not completed, not failed: still processing, so the reaper will retry it
-            expect(yield* row(id)).toMatchObject({ status: "processing", attempts: 1 })
+            // not completed, not failed, not left processing: pending again, its attempt given back
+            expect(yield* row(id)).toMatchObject({ status: "pending", attempts: 0, claimToken: null })
           })
         )
       })

@@ -156,6 +156,27 @@ export const makeMemoryJobStore = (
       }),
     claimMany,
     giveBack: (id, token, now) => update(id, (r) => mayDefer(r, token), (r) => applyGiveBack(r, now)),
+    // In the order the SQL stores write it: leases, hand-offs (the jobs handed back are still
+    // processing, so never their own waiters), then the jobs.
+    handBack: (claims, now) =>
+      Effect.gen(function*() {
+        const tokens = new Set(claims.map((c) => c.token))
+        const released = yield* modifyTable(db, tables.jobLocks, (rows: ReadonlyMap<string, LeaseRow>) => {
+          const names = [...rows.values()].filter((r) => tokens.has(r.owner)).map((r) => r.name)
+          if (names.length === 0) return [names]
+          const next = new Map(rows)
+          for (const name of names) next.delete(name)
+          return [names, next]
+        })
+        let woke = 0
+        for (const name of released) if (yield* handOff(name, now)) woke++
+        let handedBack = 0
+        for (const c of claims) {
+          if (yield* update(c.id, (r) => mayDefer(r, c.token), (r) => applyGiveBack(r, now))) handedBack++
+        }
+        if (handedBack > 0) yield* LocalWakeups.ring(tables.channel)
+        return { handedBack, released: released.length, woke }
+      }),
     defer: (id, token, now, runAt, leaseName) =>
       update(id, (r) => mayDefer(r, token), (r) => applyDefer(r, now, runAt, leaseName)),
     heartbeat: (id, token, now, staleAt) => update(id, (r) => isOurs(r, token), (r) => applyHeartbeat(r, now, staleAt)),

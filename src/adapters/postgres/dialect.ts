@@ -87,7 +87,15 @@ export const postgres: Dialect = {
 released AS (DELETE FROM ${jobLocks} WHERE lockname = ${f.leaseName} AND lockowner = ${f.owner} RETURNING lockname),
 woke AS (UPDATE ${jobs} SET run_at = LEAST(run_at, ${f.now}) WHERE id = (SELECT id FROM ${jobs} WHERE lease_name = ${f.leaseName} AND status = 'pending' AND id <> ${f.id} AND EXISTS (SELECT 1 FROM released) ORDER BY priority DESC, created_at ASC LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id),
 rung AS (SELECT pg_notify(${f.channel}, ${f.leaseName}) FROM woke)
-SELECT (SELECT COUNT(*) FROM done) AS written, (SELECT COUNT(*) FROM released) AS released, (SELECT COUNT(*) FROM rung) AS woke`
+SELECT (SELECT COUNT(*) FROM done) AS written, (SELECT COUNT(*) FROM released) AS released, (SELECT COUNT(*) FROM rung) AS woke`,
+      // Leases, hand-offs and attempts in one statement. Every part reads the statement's
+      // snapshot, where the jobs handed back are still processing: never their own waiters.
+      handBack: ({ sql, jobLocks }, h) =>
+        sql`WITH released AS (DELETE FROM ${jobLocks} WHERE lockowner IN (${h.tokens}) RETURNING lockname),
+woke AS (${h.handOff(sql`SELECT lockname FROM released`)} RETURNING id),
+back AS (${h.giveBack} RETURNING id),
+rung AS (SELECT pg_notify(${h.channel}, 'hand-back') WHERE EXISTS (SELECT 1 FROM woke) OR EXISTS (SELECT 1 FROM back))
+SELECT (SELECT COUNT(*) FROM back) AS handed_back, (SELECT COUNT(*) FROM released) AS released, (SELECT COUNT(*) FROM woke) AS woke, (SELECT COUNT(*) FROM rung) AS rung`
     },
     updateReports: "rows",
     isolation: "session",

@@ -8,7 +8,16 @@ import { randomUUID } from "node:crypto"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Either, Layer, Option } from "effect"
 import { isStale, type JobStatus } from "../../core/jobs.ts"
-import type { ClaimInput, ClaimResult, FinishInput, Finished, JobRow, NewJob } from "../../core/model.ts"
+import type {
+  Claim,
+  ClaimInput,
+  ClaimResult,
+  FinishInput,
+  Finished,
+  HandedBack,
+  JobRow,
+  NewJob
+} from "../../core/model.ts"
 import { tableNames } from "../../core/tables.ts"
 import { applyClaim, showsOutcome } from "../../core/transitions.ts"
 import { JobLeases, JobStore, type JobStoreApi } from "../../ports/JobStore.ts"
@@ -20,7 +29,7 @@ import { jobStatements } from "./jobStatements.ts"
 import * as LeaseLock from "./LeaseLock.ts"
 import { leaseStatements } from "./leaseStatements.ts"
 import { retryReconnecting, retryTransient } from "./retry.ts"
-import type { Statement } from "./statement.ts"
+import { SqlList, type Statement } from "./statement.ts"
 import { inTransaction, NEXT_READ_COMMITTED, readCommittedTransaction } from "./transaction.ts"
 
 /**
@@ -309,6 +318,48 @@ export const make = (
         (woke) => (woke ? Effect.zipRight(notify(leaseName), LocalWakeups.ring(tables.channel)) : Effect.void)
       )
 
+    // A stopping worker's attempts: one statement on PostgreSQL; elsewhere the leases (released
+    // with RETURNING where the database has it, else read first), one hand-off statement for all
+    // of them, then one give-back for every attempt. Every step is fenced (lease owner, claim
+    // token), so a deadlock victim is simply sent again.
+    const handBack = (claims: ReadonlyArray<Claim>, now: number): Effect.Effect<HandedBack, SqlError> => {
+      if (claims.length === 0) return Effect.succeed({ handedBack: 0, released: 0, woke: 0 })
+      const tokens = claims.map((c) => c.token)
+      const strategy = d.finish
+      const done = (result: HandedBack) =>
+        Effect.as(result.handedBack + result.woke > 0 ? LocalWakeups.ring(tables.channel) : Effect.void, result)
+      switch (strategy.kind) {
+        case "oneStatement":
+          return retryTransient(
+            dialect,
+            "hand back",
+            Effect.flatMap(rows(strategy.handBack(s.context, s.handBackParts(claims, now))), (r) =>
+              done({
+                handedBack: int(r[0]?.handed_back ?? 0),
+                released: int(r[0]?.released ?? 0),
+                woke: int(r[0]?.woke ?? 0)
+              }))
+          )
+        case "steps":
+          return retryTransient(
+            dialect,
+            "hand back",
+            Effect.gen(function*() {
+              const names = (r: ReadonlyArray<Record<string, unknown>>) => r.map((x) => String(x.lockname))
+              let released: ReadonlyArray<string>
+              if (d.updateReports === "rows") released = names(yield* rows(s.releaseOwnedBy(tokens, true)))
+              else {
+                released = names(yield* rows(s.leasesOwnedBy(tokens)))
+                if (released.length > 0) yield* changed(s.releaseOwnedBy(tokens, false))
+              }
+              const woke = released.length === 0 ? 0 : yield* write(s.handOffEach(new SqlList(released), now))
+              const handedBack = yield* write(s.giveBackMany(claims, now))
+              return yield* done({ handedBack, released: released.length, woke })
+            })
+          )
+      }
+    }
+
     return JobStore.of({
       tables,
       // A deadlock on the unique key rolled the insert back; sending it again is safe.
@@ -319,6 +370,7 @@ export const make = (
       claimMany: (input, limit) =>
         limit < 1 ? Effect.succeed([]) : retryTransient(dialect, "claim", claimRows(input, limit)),
       giveBack: (id, token, now) => yes("give back", s.giveBack(id, token, now)),
+      handBack,
       defer: (id, token, now, runAt, leaseName) => yes("defer", s.defer(id, token, now, runAt, leaseName)),
       heartbeat: (id, token, now, staleAt) => yes("heartbeat", s.heartbeat(id, token, now, staleAt)),
       // Rows past their deadline, then rows without one that core's isStale judges stale (read

@@ -4,7 +4,7 @@
  */
 import type { LeaseRow } from "../../core/lease.ts"
 import type { NewJob } from "../../core/model.ts"
-import { RawSql, type Statement, type Syntax } from "./statement.ts"
+import { RawSql, type SqlList, type Statement, type Syntax } from "./statement.ts"
 
 /** How a dialect takes a lease that may be free, expired or held. */
 export type AcquireStrategy =
@@ -168,7 +168,16 @@ export type FinishStrategy =
    * lease (owner-fenced) and, only if it did, hands off to the best waiting job and wakes
    * listeners. Returns one row: written, released, woke (counts).
    */
-  | { readonly kind: "oneStatement"; readonly statement: (c: JobSqlContext, f: FinishParts) => Statement }
+  | {
+    readonly kind: "oneStatement"
+    readonly statement: (c: JobSqlContext, f: FinishParts) => Statement
+    /**
+     * A stopping worker's hand-back in one statement: releases the leases the tokens own, hands
+     * each off, gives the attempts back and wakes listeners. Returns one row: handed_back,
+     * released, woke (counts).
+     */
+    readonly handBack: (c: JobSqlContext, h: HandBackParts) => Statement
+  }
 
 /** What a dialect file supplies for the jobs and hosts tables: its statements and strategies. */
 export interface JobDialect {
@@ -213,5 +222,16 @@ export interface FinishParts {
   /** The attempt's claim token, which owns the lease. */
   readonly owner: string
   readonly now: number
+  readonly channel: string
+}
+
+/** The pieces of a one-statement hand-back. */
+export interface HandBackParts {
+  /** The claim tokens, which own the attempts' leases. */
+  readonly tokens: SqlList
+  /** Hands off each lease named by `names` (a subquery) to its best waiter. */
+  readonly handOff: (names: Statement) => Statement
+  /** The fenced give-back UPDATE of the attempts, without RETURNING. */
+  readonly giveBack: Statement
   readonly channel: string
 }

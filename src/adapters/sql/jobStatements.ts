@@ -4,7 +4,7 @@
  */
 import type { ReapDecision } from "../../core/jobs.ts"
 import { leaseWindowMs } from "../../core/lease.ts"
-import type { ClaimInput, JobFilter, JobRow, NewJob, Outcome } from "../../core/model.ts"
+import type { Claim, ClaimInput, JobFilter, JobRow, NewJob, Outcome } from "../../core/model.ts"
 import type { TableNames } from "../../core/tables.ts"
 import { REAPED_DEAD, REAPED_RETRY } from "../../core/transitions.ts"
 import {
@@ -12,6 +12,7 @@ import {
   type ClaimParts,
   type Dialect,
   type FinishParts,
+  type HandBackParts,
   JOB_COLUMNS,
   type JobSqlContext
 } from "./dialect.ts"
@@ -76,6 +77,17 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
     sql`status = 'pending', attempts = attempts - 1, claim_token = NULL, stale_at = NULL, updated_at = ${now}`
   const mayGiveBack = (id: string, token: string) =>
     sql`WHERE id = ${id} AND status = 'processing' AND claim_token = ${token} AND attempts > 0`
+  // Several claims given back at once, each fenced on its own token (as `mayGiveBack`).
+  const giveBackMany = (claims: ReadonlyArray<Claim>, now: number) =>
+    sql`UPDATE ${jobs} SET ${givenBack(now)} WHERE status = 'processing' AND attempts > 0 AND (${
+      joined(claims.map((c) => sql`(id = ${c.id} AND claim_token = ${c.token})`), " OR ")
+    })`
+  // The best waiter (priority DESC, then oldest: core's handOffOrder) on each of the leases
+  // `names` (a list, or a subquery) made due now, in one statement on every database. The
+  // window function also keeps MySQL from merging the derived table, which it could not update
+  // from; CASE is the portable LEAST/MIN.
+  const handOffEach = (names: unknown, now: number) =>
+    sql`UPDATE ${jobs} SET run_at = CASE WHEN run_at > ${now} THEN ${now} ELSE run_at END WHERE id IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY lease_name ORDER BY priority DESC, created_at ASC) AS turn FROM ${jobs} WHERE lease_name IN (${names}) AND status = 'pending') waiting WHERE turn = 1)`
   // The row the reaper read, still stale: past its deadline, or (without one) not seen since.
   const reapGuard = (row: JobRow, now: number) =>
     row.staleAt !== null
@@ -137,6 +149,23 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
       sql`UPDATE ${jobs} SET ${givenBack(now)}, run_at = ${runAt}, lease_name = ${leaseName} ${mayGiveBack(id, token)}`,
     giveBack: (id: string, token: string, now: number) =>
       sql`UPDATE ${jobs} SET ${givenBack(now)} ${mayGiveBack(id, token)}`,
+    giveBackMany,
+    handOffEach,
+    /** The leases these claim tokens own. */
+    leasesOwnedBy: (tokens: ReadonlyArray<string>) =>
+      sql`SELECT lockname FROM ${jobLocks} WHERE lockowner IN (${new SqlList(tokens)})`,
+    /** Releases every lease these claim tokens own; with `returning`, says which. */
+    releaseOwnedBy: (tokens: ReadonlyArray<string>, returning: boolean) =>
+      sql`DELETE FROM ${jobLocks} WHERE lockowner IN (${new SqlList(tokens)})${
+        returning ? sql` RETURNING lockname` : empty
+      }`,
+    /** The pieces of a one-statement hand-back (the `oneStatement` finish strategy). */
+    handBackParts: (claims: ReadonlyArray<Claim>, now: number): HandBackParts => ({
+      tokens: new SqlList(claims.map((c) => c.token)),
+      handOff: (names) => handOffEach(names, now),
+      giveBack: giveBackMany(claims, now),
+      channel: tables.channel
+    }),
     heartbeat: (id: string, token: string, now: number, staleAt: number) =>
       sql`UPDATE ${jobs} SET heartbeat_at = ${now}, stale_at = ${staleAt} WHERE id = ${id} AND status = 'processing' AND claim_token = ${token}`,
     stale: (now: number, limit: number) =>

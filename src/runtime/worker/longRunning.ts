@@ -7,6 +7,7 @@ import { explain } from "./explain.ts"
 import type { SqlError } from "@effect/sql/SqlError"
 import {
   Cause,
+  Chunk,
   Clock,
   Context,
   Effect,
@@ -30,6 +31,7 @@ import * as WakeupsAdapter from "../../adapters/wakeups.ts"
 import * as Metrics from "../metrics.ts"
 import type { WorkerServices } from "./attempt.ts"
 import { makeDoorbell } from "./doorbell.ts"
+import { makeHandBack } from "./handBack.ts"
 import { makeWatchdog } from "./watchdog.ts"
 import { cachedDraining, touchHost } from "./hosts.ts"
 import { resolveWorker, type WorkerConfig } from "./options.ts"
@@ -81,9 +83,9 @@ const countOutcome = (result: ProcessResult, ms: number) =>
  * context, or else the ones the current SqlClient offers (LISTEN/NOTIFY with a `PgClient`).
  *
  * When the scope closes (including on SIGINT/SIGTERM under `NodeRuntime.runMain`), the worker
- * stops claiming, gives back the claimed jobs no runner started, lets running attempts finish
- * within `gracePeriod`, then interrupts them; an interrupted attempt is reaped and retried later
- * under the normal rules, and its lease expires.
+ * stops claiming, hands back the claimed jobs no runner started, lets running attempts finish
+ * within `gracePeriod`, then interrupts them and hands them back at once: pending, attempt given
+ * back, leases released and handed off (./handBack.ts).
  */
 export const make = (
   config: WorkerConfig = {}
@@ -125,6 +127,8 @@ export const make = (
     // A batch claim waits until half the buffer's room is free, unless the runners have nothing left.
     const batch = Math.max(1, Math.ceil(concurrency / 2))
     const slotFreed = yield* Queue.sliding<void>(1)
+    // What the shutdown hands back (./handBack.ts).
+    const hands = makeHandBack(store, o.host)
 
     // Claims up to `n` jobs: one statement, or with a host cap one job through the capped claim.
     const claimSome = (n: number): Effect.Effect<ReadonlyArray<JobRow>, SqlError> =>
@@ -172,7 +176,10 @@ export const make = (
       room.buffered--
       room.active++
       const started = yield* Clock.currentTimeMillis
-      const result = yield* Effect.acquireUseRelease(running(1), () => runClaimed(job, o, timer), () => running(-1))
+      const result = yield* hands.guard(
+        job,
+        Effect.acquireUseRelease(running(1), () => runClaimed(job, o, timer), () => running(-1))
+      )
         .pipe(
           // The outcome could not be written (the database went away mid-attempt): the row stays
           // processing and the reaper takes it back.
@@ -255,18 +262,15 @@ export const make = (
         const unstarted = yield* Queue.takeAll(ready)
         room.buffered -= unstarted.length
         yield* Queue.shutdown(ready)
-        const now = yield* Clock.currentTimeMillis
-        yield* Effect.forEach(unstarted, (job) => Effect.ignoreLogged(store.giveBack(job.id, job.claimToken!, now)), {
-          discard: true
-        })
-        if (unstarted.length > 0) {
-          yield* Effect.logInfo(`worker ${o.host}: gave back ${unstarted.length} claimed jobs it had not started`)
-        }
+        yield* hands.handBack(Chunk.toReadonlyArray(unstarted))
         if (Option.isNone(yield* within(Fiber.awaitAll(runners)))) {
           yield* Effect.logWarning(
-            `worker ${o.host}: attempts still running after the grace period; interrupting them (they will be reaped and retried)`
+            `worker ${o.host}: attempts still running after the grace period; interrupting them and handing them back`
           )
-          yield* Fiber.interruptAll(runners)
+          // An attempt whose perform does not stop within another grace period is not handed
+          // back: it is left to the reaper, and its lease to expire.
+          yield* within(Fiber.interruptAll(runners))
+          yield* hands.handBack([])
         }
         yield* Effect.logInfo(`worker ${o.host} stopped`)
       })

@@ -72,7 +72,10 @@ export interface WorkerConfig extends ProcessOptions {
   readonly pollInterval?: Duration.DurationInput | undefined
   /** How often stale rows are reaped (default 15 s). */
   readonly reapInterval?: Duration.DurationInput | undefined
-  /** On shutdown, how long running attempts may finish before they are interrupted (default 30 s). */
+  /**
+   * On shutdown, how long running attempts may finish before they are interrupted and handed
+   * back (default 30 s); an interrupted attempt gets as long again to stop.
+   */
   readonly gracePeriod?: Duration.DurationInput | undefined
   /** Recorded on the host row. */
   readonly codeVersion?: string | undefined

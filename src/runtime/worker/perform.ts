@@ -98,7 +98,9 @@ export const perform = (
       )
     )
     return yield* Deferred.await(done).pipe(
-      Effect.onInterrupt(() => Fiber.interruptFork(fiber)),
+      // Interrupted from outside (a stopping worker): wait until perform has stopped, so the
+      // attempt can be handed back and its lease released without overlapping it (./handBack.ts).
+      Effect.onInterrupt(() => Fiber.interrupt(fiber)),
       Effect.ensuring(cancel)
     )
   })

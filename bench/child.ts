@@ -7,7 +7,8 @@ import { percentile, mean } from "./lib/stats.ts"
 import { startCpu } from "./lib/cpu.ts"
 import { peakMb, processMaxMb, resetPeak } from "./lib/rss.ts"
 import type { DrainHooks, JobSystemDriver } from "./systems/types.ts"
-import { type ChildResult, type ChildSpec, isPending, RESULT_PREFIX, type SystemId } from "./protocol.ts"
+import { spawn } from "node:child_process"
+import { type ChildResult, type ChildSpec, ENQUEUER_FLAG, isPending, RESULT_PREFIX, type SystemId } from "./protocol.ts"
 
 /**
  * Only the driver under test is loaded, so the child's RSS holds that system's code and no
@@ -97,6 +98,25 @@ const runSpec = async (spec: ChildSpec): Promise<Record<string, number>> => {
         maxMs: percentile(r.samplesMs, 100)
       }
     }
+    case "crosslatency": {
+      const startEnqueuer = () =>
+        new Promise<void>((resolve, reject) => {
+          const child = spawn(process.execPath, [process.argv[1]!, ENQUEUER_FLAG, JSON.stringify(spec)], {
+            stdio: ["ignore", "inherit", "inherit"]
+          })
+          child.on("error", reject)
+          child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`the enqueuer exited with ${code}`))))
+        })
+      const r = await need(driver.crossLatency, label)(spec.url, param(spec, "samples"), startEnqueuer)
+      return {
+        samples: r.samplesMs.length,
+        p50Ms: percentile(r.samplesMs, 50),
+        p99Ms: percentile(r.samplesMs, 99),
+        meanMs: mean(r.samplesMs),
+        maxMs: percentile(r.samplesMs, 100),
+        idleStatementsPerSec: r.idleStatementsPerSec
+      }
+    }
     case "roundtrips": {
       const n = param(spec, "jobs")
       const rt = need(driver.roundTrips, label)
@@ -111,7 +131,15 @@ const runSpec = async (spec: ChildSpec): Promise<Record<string, number>> => {
   }
 }
 
+// The other process of the cross-process latency scenario: enqueues, then exits.
+const enqueuer = async (spec: ChildSpec) => {
+  const driver = need(await loadDriver(spec.system), `system ${spec.system}`)
+  await need(driver.enqueueTimed, `${spec.system} enqueuer`)(spec.url, param(spec, "samples"))
+  process.exit(0)
+}
+
 const main = async () => {
+  if (process.argv[2] === ENQUEUER_FLAG) return enqueuer(JSON.parse(process.argv[3]!) as ChildSpec)
   const raw = process.argv[2]
   if (raw === undefined) throw new Error("usage: bench/child.ts '<spec json>'")
   const spec = JSON.parse(raw) as ChildSpec

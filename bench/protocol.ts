@@ -1,6 +1,13 @@
 /** What the orchestrator (`bench/run.ts`) and a child (`bench/child.ts`) pass each other. */
 
-export type ScenarioId = "throughput" | "exclusive" | "hotkey" | "latency" | "leaselock" | "roundtrips"
+export type ScenarioId =
+  | "throughput"
+  | "exclusive"
+  | "hotkey"
+  | "latency"
+  | "crosslatency"
+  | "leaselock"
+  | "roundtrips"
 export type SystemId =
   | "leasehold-pg"
   | "leasehold-mariadb"
@@ -35,3 +42,15 @@ export const isPending = (e: unknown): boolean => e instanceof Error && e.messag
 /** pg-boss settings (the issue's "10 workers, batch 50"; the polling interval is pg-boss 10's minimum). */
 export const PG_BOSS_BATCH_SIZE = 50
 export const PG_BOSS_POLLING_INTERVAL_SECONDS = 0.5
+
+/** The argument that makes a child the enqueuing process of the cross-process latency scenario. */
+export const ENQUEUER_FLAG = "--enqueue"
+
+/** A job's enqueue time in a payload, comparable across processes on one machine (epoch ms, sub-ms). */
+export const epochNow = (): number => performance.timeOrigin + performance.now()
+
+/** The cross-process enqueuer's pace: a random gap in this range before each job (ms). */
+export const CROSS_GAP_MS = [150, 450] as const
+
+/** Jobs the cross-process scenario enqueues before those it measures. */
+export const CROSS_WARMUP = 5

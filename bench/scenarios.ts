@@ -238,6 +238,39 @@ export const SCENARIOS: ReadonlyArray<ScenarioDef> = [
     ]
   },
   {
+    id: "crosslatency",
+    num: "4b",
+    title: (p) =>
+      `Latency across processes: ${
+        get(p, "samples")
+      } single jobs enqueued by another process to an idle worker at its default settings`,
+    full: { samples: 100 },
+    quick: { samples: 20 },
+    systems: [
+      { id: "leasehold-pg", note: "LISTEN/NOTIFY" },
+      { id: "leasehold-mariadb", note: "idle probe every 200 ms" },
+      { id: "leasehold-sqlite", note: "PRAGMA data_version every 25 ms" },
+      { id: "graphile-worker", note: "LISTEN/NOTIFY" }
+    ],
+    primary: "p50Ms",
+    show: (m) =>
+      `p50 ${ms(get(m, "p50Ms"))}, p99 ${ms(get(m, "p99Ms"))}; idle: ${
+        num(get(m, "idleStatementsPerSec"), 1)
+      } statements/s`,
+    ratios: [
+      {
+        label: "leasehold (PostgreSQL) ÷ graphile-worker, p50 across processes",
+        num: ["crosslatency", "leasehold-pg", "p50Ms"],
+        den: ["crosslatency", "graphile-worker", "p50Ms"]
+      },
+      {
+        label: "leasehold (PostgreSQL) ÷ graphile-worker, p99 across processes",
+        num: ["crosslatency", "leasehold-pg", "p99Ms"],
+        den: ["crosslatency", "graphile-worker", "p99Ms"]
+      }
+    ]
+  },
+  {
     id: "leaselock",
     num: "5",
     title: (p) => `LeaseLock: ${int(get(p, "pairs"))} tryAcquire + release pairs, sequential, one connection`,

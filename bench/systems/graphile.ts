@@ -11,6 +11,8 @@
  *   timed from the first job's start to the n-th `job:complete`.
  * - latency: an idle runner (LISTEN/NOTIFY on `jobs:insert`); `addJob` one job at a time and
  *   time from just before the `addJob` call to the start of the task.
+ * - crossLatency: the same runner (concurrency 1), the jobs added by another process
+ *   (`enqueueTimed`); idle statements counted from pg_stat_database.
  *
  * Defaults are kept (pollInterval 2 s, pool of 10, prepared statements on), except that the
  * logger prints errors only.
@@ -27,7 +29,16 @@ import {
   type WorkerEvents
 } from "graphile-worker"
 import pg from "pg"
-import type { DrainHooks, DrainResult, HotKeyResult, JobSystemDriver, LatencyResult } from "./types.ts"
+import { CROSS_GAP_MS, CROSS_WARMUP, epochNow } from "../protocol.ts"
+import type {
+  CrossLatencyResult,
+  DrainHooks,
+  DrainResult,
+  HotKeyResult,
+  JobSystemDriver,
+  LatencyResult,
+  StartEnqueuer
+} from "./types.ts"
 
 const logger = new Logger(() => (level, message) => {
   if (String(level) === "error") console.error(`[graphile-worker] ${message}`)
@@ -200,4 +211,83 @@ export const latency = async (url: string, samples: number): Promise<LatencyResu
   return { samplesMs: out }
 }
 
-export const graphileWorker: JobSystemDriver = { throughput, exclusiveThroughput, hotKey, latency }
+/** Transactions the bench database has seen (every statement outside one is one), from pg_stat_database. */
+const transactions = async (url: string): Promise<number> => {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    const r = await client.query(
+      "SELECT (xact_commit + xact_rollback)::float8 AS n FROM pg_stat_database WHERE datname = current_database()"
+    )
+    return Number(r.rows[0]?.n)
+  } finally {
+    await client.end()
+  }
+}
+
+const IDLE_WINDOW_MS = 5_000
+
+export const crossLatency = async (
+  url: string,
+  samples: number,
+  startEnqueuer: StartEnqueuer
+): Promise<CrossLatencyResult> => {
+  await runMigrations({ connectionString: url, logger })
+  const out: Array<number> = []
+  let seen = 0
+  let allStarted: () => void = () => {}
+  const all = new Promise<void>((resolve) => (allStarted = resolve))
+  const runner = await run({
+    connectionString: url,
+    concurrency: 1,
+    noHandleSignals: true,
+    logger,
+    taskList: {
+      probe: async (payload) => {
+        const sentAt = (payload as { sentAt?: number }).sentAt
+        if (sentAt !== undefined && seen++ >= CROSS_WARMUP) out.push(epochNow() - sentAt)
+        if (seen === samples + CROSS_WARMUP) allStarted()
+      }
+    }
+  })
+  try {
+    await sleep(1_000)
+    // Statistics reach pg_stat_database when a backend's transaction ends (at most a second
+    // late), and each reading is itself one transaction: read, wait, read, subtract that one.
+    const before = await transactions(url)
+    await sleep(IDLE_WINDOW_MS)
+    const idleStatementsPerSec = ((await transactions(url)) - before - 1) / (IDLE_WINDOW_MS / 1000)
+    await startEnqueuer()
+    await Promise.race([
+      all,
+      sleep(20_000).then(() => {
+        throw new Error(`graphile-worker: only ${seen} of ${samples + CROSS_WARMUP} cross-process jobs started`)
+      })
+    ])
+    return { samplesMs: out, idleStatementsPerSec }
+  } finally {
+    await runner.stop()
+  }
+}
+
+export const enqueueTimed = async (url: string, samples: number): Promise<void> => {
+  const utils = await makeWorkerUtils({ connectionString: url, logger })
+  try {
+    for (let i = 0; i < samples + CROSS_WARMUP; i++) {
+      const [lo, hi] = CROSS_GAP_MS
+      await sleep(lo + Math.random() * (hi - lo))
+      await utils.addJob("probe", { i, sentAt: epochNow() })
+    }
+  } finally {
+    await utils.release()
+  }
+}
+
+export const graphileWorker: JobSystemDriver = {
+  throughput,
+  exclusiveThroughput,
+  hotKey,
+  latency,
+  crossLatency,
+  enqueueTimed
+}

@@ -44,23 +44,32 @@ import * as Leasehold from "../../src/runtime/Leasehold.ts"
 import * as Migrator from "../../src/runtime/migrate.ts"
 import * as Worker from "../../src/runtime/Worker.ts"
 import { countingLayer, sqlLayer, StatementCount } from "../lib/sql.ts"
-import { isPending, LEASEHOLD_PENDING } from "../protocol.ts"
+import { CROSS_GAP_MS, CROSS_WARMUP, epochNow, isPending, LEASEHOLD_PENDING } from "../protocol.ts"
 import type {
+  CrossLatencyResult,
   DrainHooks,
   DrainResult,
   HotKeyResult,
   JobSystemDriver,
   LatencyResult,
-  RoundTripsResult
+  RoundTripsResult,
+  StartEnqueuer
 } from "./types.ts"
+
+/** How long the idle worker's statements are counted before the cross-process enqueues (s). */
+const IDLE_WINDOW_S = 5
 
 /** The message the orchestrator treats as "not built yet" (defined in ../protocol.ts). */
 export { isPending, LEASEHOLD_PENDING }
 
-const Payload = Schema.Struct({ i: Schema.Number, key: Schema.optional(Schema.String) })
+const Payload = Schema.Struct({
+  i: Schema.Number,
+  key: Schema.optional(Schema.String),
+  sentAt: Schema.optional(Schema.Number)
+})
 
 // Job types. Their perform functions call hooks the scenarios set, so one definition serves all.
-let onStart: (i: number) => void = () => {}
+let onStart: (i: number, sentAt?: number) => void = () => {}
 let sleepMs = 0
 const Noop = define({ name: "noop", schema: Payload, perform: () => Effect.void })
 const Keyed = define({ name: "keyed", schema: Payload, concurrencyKeyFor: (p) => p.key, perform: () => Effect.void })
@@ -70,7 +79,11 @@ const Hot = define({
   concurrencyKey: "hot",
   perform: ({ i }) => Effect.zipRight(Effect.sync(() => onStart(i)), Effect.sleep(Duration.millis(sleepMs)))
 })
-const Probe = define({ name: "probe", schema: Payload, perform: ({ i }) => Effect.sync(() => onStart(i)) })
+const Probe = define({
+  name: "probe",
+  schema: Payload,
+  perform: ({ i, sentAt }) => Effect.sync(() => onStart(i, sentAt))
+})
 const types: ReadonlyArray<AnyJobType> = [Noop, Keyed, Hot, Probe]
 
 type Services = Worker.WorkerServices | SqlClient.SqlClient
@@ -183,6 +196,51 @@ export const latency = (url: string, samples: number): Promise<LatencyResult> =>
     })
   )
 
+export const crossLatency = (url: string, samples: number, startEnqueuer: StartEnqueuer): Promise<CrossLatencyResult> =>
+  run(
+    url,
+    Effect.gen(function*() {
+      const out: Array<number> = []
+      const all = yield* Deferred.make<void>()
+      let seen = 0
+      onStart = (_, sentAt) => {
+        if (sentAt !== undefined && seen++ >= CROSS_WARMUP) out.push(epochNow() - sentAt)
+        if (seen === samples + CROSS_WARMUP) Deferred.unsafeDone(all, Effect.void)
+      }
+      // Default settings: the poll interval and each database's wake-ups are leasehold's own.
+      yield* Worker.make({ concurrency: 1, host: "bench" })
+      const counter = yield* StatementCount
+      yield* Effect.sleep("1 second")
+      counter.reset()
+      yield* Effect.sleep(`${IDLE_WINDOW_S} seconds`)
+      const idleStatementsPerSec = counter.get() / IDLE_WINDOW_S
+      yield* Effect.promise(startEnqueuer)
+      yield* Deferred.await(all).pipe(Effect.timeoutFail({
+        duration: "20 seconds",
+        onTimeout: () => new Error(`only ${seen} of ${samples + CROSS_WARMUP} cross-process jobs started`)
+      }))
+      return { samplesMs: out, idleStatementsPerSec }
+    }) as Effect.Effect<CrossLatencyResult, unknown, Services | Scope.Scope>,
+    (l) => countingLayer.pipe(Layer.provide(l))
+  )
+
+export const enqueueTimed = (url: string, samples: number): Promise<void> =>
+  Effect.runPromise(
+    Effect.gen(function*() {
+      for (let i = 0; i < samples + CROSS_WARMUP; i++) {
+        const [lo, hi] = CROSS_GAP_MS
+        yield* Effect.sleep(Duration.millis(lo + Math.random() * (hi - lo)))
+        yield* enqueue(Probe, { i, sentAt: epochNow() })
+      }
+    }).pipe(
+      Effect.provide(Leasehold.layer({ jobs: types }).pipe(Layer.provideMerge(sqlLayer(url, 2))))
+    ) as Effect.Effect<
+      void,
+      unknown,
+      never
+    >
+  )
+
 export const roundTrips = (url: string, n: number, exclusive: boolean): Promise<RoundTripsResult> =>
   run(
     url,
@@ -196,4 +254,12 @@ export const roundTrips = (url: string, n: number, exclusive: boolean): Promise<
     (l) => countingLayer.pipe(Layer.provide(l))
   )
 
-export const leasehold: JobSystemDriver = { throughput, exclusiveThroughput, hotKey, latency, roundTrips }
+export const leasehold: JobSystemDriver = {
+  throughput,
+  exclusiveThroughput,
+  hotKey,
+  latency,
+  crossLatency,
+  enqueueTimed,
+  roundTrips
+}

@@ -32,6 +32,19 @@ export interface LatencyResult {
   readonly samplesMs: ReadonlyArray<number>
 }
 
+/**
+ * Enqueue-to-start latencies of jobs enqueued by another process (from the `sentAt` in their
+ * payload, `epochNow()` of ../protocol.ts), and the statements per second the idle worker sent
+ * before the first of them.
+ */
+export interface CrossLatencyResult {
+  readonly samplesMs: ReadonlyArray<number>
+  readonly idleStatementsPerSec: number
+}
+
+/** Starts the enqueuing process (the child again, with ENQUEUER_FLAG) and resolves when it exits. */
+export type StartEnqueuer = () => Promise<void>
+
 /** Statements sent to the database for `jobs` completed jobs (enqueue excluded). */
 export interface RoundTripsResult {
   readonly jobs: number
@@ -53,6 +66,14 @@ export interface JobSystemDriver {
   readonly hotKey?: (url: string, n: number, sleepMs: number, workers: number) => Promise<HotKeyResult>
   /** 4. Single jobs enqueued one at a time on an idle worker: `samples` enqueue-to-start latencies. */
   readonly latency?: (url: string, samples: number) => Promise<LatencyResult>
+  /**
+   * 4b. An idle worker at its default settings; after its idle statements are counted,
+   * `startEnqueuer` runs `enqueueTimed` in another process, and the worker measures each job's
+   * latency from its payload's `sentAt`. Warm-up jobs (CROSS_WARMUP) are not returned.
+   */
+  readonly crossLatency?: (url: string, samples: number, startEnqueuer: StartEnqueuer) => Promise<CrossLatencyResult>
+  /** 4b, the other process: `samples` + CROSS_WARMUP jobs with `{ i, sentAt }`, one at a time, CROSS_GAP_MS apart. */
+  readonly enqueueTimed?: (url: string, samples: number) => Promise<void>
   /** 6. Statements per completed job, plain or exclusive, counted through a wrapped SqlClient. */
   readonly roundTrips?: (url: string, n: number, exclusive: boolean) => Promise<RoundTripsResult>
 }

@@ -24,9 +24,21 @@ import type {
 import type { TableNames } from "../core/tables.ts"
 import type { LeaseLockApi } from "./LeaseLock.ts"
 
+/**
+ * An idle worker's cheap look for work between polls, on a database that sends no wake-up
+ * signal (MySQL/MariaDB, SQLite; docs/behaviour.md §9): `read` every `everyMs` of real time; a
+ * value that differs from the last one read means work may have come, and the worker claims.
+ */
+export interface IdleProbe {
+  readonly everyMs: number
+  readonly read: (input: ClaimInput) => Effect.Effect<string | null, SqlError>
+}
+
 /** The job-table operations. Guarded writes return whether a row changed (false = fenced). */
 export interface JobStoreApi {
   readonly tables: TableNames
+  /** The idle probe of this database, if it needs one (src/runtime/worker/doorbell.ts sends it). */
+  readonly idleProbe: Option.Option<IdleProbe>
   /** Inserts the job, or finds the existing one with the same unique key. */
   readonly insert: (job: NewJob) => Effect.Effect<{ readonly id: string; readonly duplicate: boolean }, SqlError>
   /** Claims the first due job it can win (priority DESC, run_at ASC), atomically. */

@@ -130,6 +130,8 @@ export const makeMemoryJobStore = (
 
   return JobStore.of({
     tables,
+    // One process: its enqueues ring its workers directly (src/adapters/localWakeups.ts).
+    idleProbe: Option.none(),
     insert: (job) =>
       jobsTable(
         (rows): readonly [{ readonly id: string; readonly duplicate: boolean }, ReadonlyMap<string, JobRow>?] => {

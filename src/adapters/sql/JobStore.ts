@@ -360,8 +360,19 @@ export const make = (
       }
     }
 
+    const probe = wakeups.kind === "poll" ? wakeups.probe : undefined
+    const idleProbe = Option.map(Option.fromNullable(probe), (p) => ({
+      everyMs: p.everyMs,
+      read: (input: ClaimInput) =>
+        Effect.map(rows(p.statement(s.context, input, s.due(input))), (r) => {
+          const first = r[0] === undefined ? undefined : Object.values(r[0])[0]
+          return first === undefined || first === null ? null : String(first)
+        })
+    }))
+
     return JobStore.of({
       tables,
+      idleProbe,
       // A deadlock on the unique key rolled the insert back; sending it again is safe.
       insert: (job) => retryTransient(dialect, "enqueue", insert(job)),
       // Retried where each claim statement or transaction runs: once per rolled-back statement.

@@ -3,7 +3,7 @@
  * stores: its syntax, its own statements, and how it classifies driver errors.
  */
 import type { LeaseRow } from "../../core/lease.ts"
-import type { NewJob } from "../../core/model.ts"
+import type { ClaimInput, NewJob } from "../../core/model.ts"
 import { RawSql, type SqlList, type Statement, type Syntax } from "./statement.ts"
 
 /** How a dialect takes a lease that may be free, expired or held. */
@@ -146,8 +146,13 @@ export type HostCapStrategy =
 
 /** How idle workers hear of new work. */
 export type WakeupStrategy =
-  /** No signal: workers poll (MySQL, SQLite). */
-  | { readonly kind: "poll" }
+  /**
+   * No signal: workers poll (MySQL, SQLite), and between polls an idle worker sends `probe`, a
+   * statement far cheaper than a claim, every `everyMs` of real time: a value it returns that
+   * differs from the last one it returned means work may have come (src/ports/JobStore.ts
+   * `IdleProbe`; docs/behaviour.md §9).
+   */
+  | { readonly kind: "poll"; readonly probe: IdleProbeStatement }
   /**
    * LISTEN/NOTIFY (PostgreSQL): `insertNotify` inserts a job and notifies in one statement,
    * returning the id only if it inserted; `notify` wakes listeners inside the current
@@ -158,6 +163,13 @@ export type WakeupStrategy =
     readonly insertNotify: (c: JobSqlContext, job: NewJob, channel: string) => Statement
     readonly notify: (c: JobSqlContext, channel: string, payload: string) => Statement
   }
+
+/** An idle worker's cheap look for work between polls (see `WakeupStrategy`). */
+export interface IdleProbeStatement {
+  readonly everyMs: number
+  /** One row whose first column is the signal (or no row: nothing to signal). */
+  readonly statement: (c: JobSqlContext, input: ClaimInput, due: Statement) => Statement
+}
 
 /** How an attempt that holds a lease ends. */
 export type FinishStrategy =

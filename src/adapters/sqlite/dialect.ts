@@ -53,7 +53,9 @@ export const sqlite: Dialect = {
       newToken: new RawSql("lower(hex(randomblob(18)))")
     },
     hostCap: { kind: "countInClaim", statement: claimStatement },
-    wakeups: { kind: "poll" },
+    // PRAGMA data_version changes when another connection (another process) commits to the
+    // file; it reads no table, so a fast probe costs next to nothing (docs/behaviour.md §9).
+    wakeups: { kind: "poll", probe: { everyMs: 25, statement: ({ sql }) => sql`PRAGMA data_version` } },
     finish: { kind: "steps" },
     updateReports: "rows",
     isolation: "session",

@@ -19,18 +19,52 @@ export interface Doorbell {
   readonly stop: Effect.Effect<void>
 }
 
-/** A doorbell whose waiter looks again every `poll` when nothing rings. */
-export const makeDoorbell = (poll: Duration.Duration): Effect.Effect<Doorbell> =>
+/**
+ * A look for work that costs less than a claim, sent while idle (the store's `IdleProbe`,
+ * src/ports/JobStore.ts): `look` reads a signal; a value that differs from the last one read
+ * rings the bell.
+ */
+export interface Probe {
+  readonly everyMs: number
+  readonly look: Effect.Effect<string | null, unknown>
+}
+
+// The probe's pace is real time, not the Clock: it is only a hint (the poll, on the Clock, stays
+// the rule), and on a TestClock a probe on the Clock would run thousands of times per adjust.
+const realSleep = (ms: number): Effect.Effect<void> =>
+  Effect.async<void>((resume) => {
+    const t = setTimeout(() => resume(Effect.void), ms)
+    return Effect.sync(() => clearTimeout(t))
+  })
+
+/**
+ * A doorbell whose waiter looks again every `poll` when nothing rings, and with a `probe`
+ * also rings itself when the probe's signal changes.
+ */
+export const makeDoorbell = (poll: Duration.Duration, probe?: Probe): Effect.Effect<Doorbell> =>
   Effect.gen(function*() {
     const stopping = yield* Ref.make(false)
     const bell = yield* Queue.sliding<void>(1)
     const ring = Effect.asVoid(Queue.offer(bell, undefined))
+    // The last signal read, kept across idle spells: only a change means something new (the first
+    // read counts as one: a claim that finds nothing costs less than a missed job's poll).
+    let last: string | null | undefined
+    const probing = probe === undefined ? Effect.never : Effect.gen(function*() {
+      while (true) {
+        yield* realSleep(probe.everyMs)
+        // A failed look is a missed hint, never an error: the poll still comes.
+        const seen = yield* Effect.orElseSucceed(probe.look, () => last)
+        const changed = seen !== null && seen !== last
+        last = seen
+        if (changed) return
+      }
+    })
     // The stop sets the flag before it rings, so a waiter that read the flag unset still wakes.
     return {
       ring,
       idle: Effect.flatMap(
         Ref.get(stopping),
-        (stop) => (stop ? Effect.void : Effect.race(Queue.take(bell), Effect.sleep(poll)))
+        (stop) => (stop ? Effect.void : Effect.raceAll([Queue.take(bell), Effect.sleep(poll), probing]))
       ),
       stopping: Ref.get(stopping),
       stop: Effect.zipRight(Ref.set(stopping, true), ring)

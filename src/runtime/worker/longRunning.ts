@@ -94,7 +94,14 @@ export const make = (
     const { concurrency, grace, options: o, poll, reapEvery } = yield* resolveWorker(config)
     const store = yield* JobStore
     const stats = yield* Ref.make<WorkerStats>({ ...emptyTally, host: o.host, running: 0, reaped: 0, notified: 0 })
-    const bell = yield* makeDoorbell(poll)
+    // On a database without wake-up signals, a cheap probe between polls (src/ports/JobStore.ts).
+    const bell = yield* makeDoorbell(
+      poll,
+      Option.getOrUndefined(Option.map(store.idleProbe, (p) => ({
+        everyMs: p.everyMs,
+        look: Effect.flatMap(claimInput(o), p.read)
+      })))
+    )
     // One timer for every attempt's timeout (./watchdog.ts).
     const timer = yield* makeWatchdog()
 

@@ -52,8 +52,9 @@ export const makeDoorbell = (poll: Duration.Duration, probe?: Probe): Effect.Eff
     const probing = probe === undefined ? Effect.never : Effect.gen(function*() {
       while (true) {
         yield* realSleep(probe.everyMs)
-        // A failed look is a missed hint, never an error: the poll still comes.
-        const seen = yield* Effect.orElseSucceed(probe.look, () => last)
+        // A failed look is a missed hint, never an error: the poll still comes. Disconnected, so a
+        // ring or a stop that ends the wait does not wait for a statement in flight to come back.
+        const seen = yield* Effect.orElseSucceed(Effect.disconnect(probe.look), () => last)
         const changed = seen !== null && seen !== last
         last = seen
         if (changed) return

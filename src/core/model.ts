@@ -136,6 +136,14 @@ export interface JobCount {
   readonly count: number
 }
 
+/** The jobs of one queue that are due and waiting (pending, `run_at` passed): how many, and the longest-waiting one's `run_at`. */
+export interface QueueDepth {
+  readonly queue: string
+  readonly due: number
+  /** Epoch ms: the earliest `run_at` among them. */
+  readonly oldestRunAt: number
+}
+
 /** Filter for listing jobs. */
 export interface JobFilter {
   readonly status?: JobStatus | undefined

@@ -19,7 +19,8 @@ import type {
   JobCount,
   JobFilter,
   JobRow,
-  NewJob
+  NewJob,
+  QueueDepth
 } from "../core/model.ts"
 import type { TableNames } from "../core/tables.ts"
 import type { LeaseLockApi } from "./LeaseLock.ts"
@@ -93,6 +94,8 @@ export interface JobStoreApi {
   readonly get: (id: string) => Effect.Effect<Option.Option<JobRow>, SqlError>
   readonly list: (filter: JobFilter) => Effect.Effect<ReadonlyArray<JobRow>, SqlError>
   readonly counts: Effect.Effect<ReadonlyArray<JobCount>, SqlError>
+  /** Per queue with any, the pending jobs due at `now` and the earliest `run_at` among them (queue order). */
+  readonly queueDepths: (now: number) => Effect.Effect<ReadonlyArray<QueueDepth>, SqlError>
   /** Puts a failed or interrupted job back to pending, due now, with fresh attempts. */
   readonly retryDead: (id: string, now: number) => Effect.Effect<boolean, SqlError>
   /** Deletes finished jobs (completed, failed, interrupted) of `status` finished before `before`. */

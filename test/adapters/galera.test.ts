@@ -10,6 +10,7 @@ import { handBackConformance } from "../conformance/handBack.ts"
 import { jobConformance } from "../conformance/jobs.ts"
 import { leaseLockConformance } from "../conformance/leaseLock.ts"
 import { migrationConformance } from "../conformance/migrations.ts"
+import { observabilityConformance } from "../conformance/observability.ts"
 import { workerConformance } from "../conformance/worker.ts"
 
 leaseLockConformance("galera")
@@ -19,3 +20,4 @@ workerConformance("galera")
 handBackConformance("galera")
 migrationConformance("galera")
 badInputConformance("galera")
+observabilityConformance("galera")

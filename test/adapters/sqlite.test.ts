@@ -5,6 +5,7 @@ import { handBackConformance } from "../conformance/handBack.ts"
 import { jobConformance } from "../conformance/jobs.ts"
 import { leaseLockConformance } from "../conformance/leaseLock.ts"
 import { migrationConformance } from "../conformance/migrations.ts"
+import { observabilityConformance } from "../conformance/observability.ts"
 import { workerConformance } from "../conformance/worker.ts"
 
 leaseLockConformance("sqlite")
@@ -14,3 +15,4 @@ workerConformance("sqlite")
 handBackConformance("sqlite")
 migrationConformance("sqlite")
 badInputConformance("sqlite")
+observabilityConformance("sqlite")

@@ -19,6 +19,8 @@
  */
 import { execFile, spawn } from "node:child_process"
 import { lookup } from "node:dns/promises"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -31,6 +33,7 @@ import { migrations } from "../../src/adapters/sql/schema.ts"
 import { stripAnsi } from "../../src/cli/colour.ts"
 import type * as FastHelp from "../../src/cli/fastHelp.ts"
 import type * as CliMain from "../../src/cli/main.ts"
+import { parseScrape } from "./prometheus.ts"
 import { MYSQL_URL, PG_URL, uniquePrefix } from "./urls.ts"
 
 const ROOT = join(import.meta.dirname, "..", "..")
@@ -755,6 +758,34 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
         expect(loud).toContain("Ctrl-C to stop")
       }
     )
+
+    onlyWhere(target.name === "sqlite")("worker --metrics-port serves Prometheus metrics while it runs", async () => {
+      const greeted = await json("enqueue", "Greet", JSON.stringify({ name: "metered" }))
+      const port = await new Promise<number>((resolve) => {
+        const probe = createServer().listen(0, "127.0.0.1", () => {
+          const { port } = probe.address() as AddressInfo
+          probe.close(() => resolve(port))
+        })
+      })
+      const stop = new AbortController()
+      let stderr = ""
+      const running = run(
+        ["worker", "--prefix", target.prefix, "--poll-interval", "100 millis", "--metrics-port", String(port)],
+        { signal: stop.signal, onStderr: (text) => void (stderr += text) }
+      )
+      for (let i = 0; i < 100 && (await statusOf(greeted.id)) !== "completed"; i++) await sleep(100)
+      expect(stderr).toContain(`metrics at http://127.0.0.1:${port}/metrics`)
+      const reply = await fetch(`http://127.0.0.1:${port}/metrics`)
+      const scrape = parseScrape(await reply.text())
+      stop.abort()
+      expect((await running).code).toBe(0)
+      expect(scrape.value("leasehold_jobs_completed_total", { job: "Greet", queue: "default" })).toBeGreaterThanOrEqual(
+        1
+      )
+      expect(scrape.value("leasehold_store_up")).toBe(1)
+      // the server is gone with the worker
+      await expect(fetch(`http://127.0.0.1:${port}/metrics`)).rejects.toThrow()
+    })
 
     // The `--help` pages bin.js serves without loading @effect/cli are the live CLI's own
     // output: this regenerates them and compares (`npx vitest run test/cli-sqlite.test.ts -u`

@@ -8,7 +8,7 @@ import { Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { isStale } from "../../core/jobs.ts"
 import type { LeaseRow } from "../../core/lease.ts"
-import type { ClaimInput, ClaimResult, HostRow, JobCount, JobRow } from "../../core/model.ts"
+import type { ClaimInput, ClaimResult, HostRow, JobCount, JobRow, QueueDepth } from "../../core/model.ts"
 import { tableNames } from "../../core/tables.ts"
 import {
   applyClaim,
@@ -219,6 +219,20 @@ export const makeMemoryJobStore = (
         )
       ]
     }),
+    queueDepths: (now) =>
+      jobsTable((rows) => {
+        const depths = new Map<string, QueueDepth>()
+        for (const r of rows.values()) {
+          if (!isDue(r, now, undefined)) continue
+          const d = depths.get(r.queue)
+          depths.set(r.queue, {
+            queue: r.queue,
+            due: (d?.due ?? 0) + 1,
+            oldestRunAt: Math.min(d?.oldestRunAt ?? r.runAt, r.runAt)
+          })
+        }
+        return [[...depths.values()].sort(byName<QueueDepth>((d) => d.queue))]
+      }),
     retryDead: (id, now) => update(id, isRetryable, (r) => applyRetryDead(r, now)),
     purge: (status, before) =>
       jobsTable((rows) => {

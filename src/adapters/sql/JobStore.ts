@@ -8,6 +8,7 @@ import { randomUUID } from "node:crypto"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Either, Layer, Option } from "effect"
 import { isStale, type JobStatus } from "../../core/jobs.ts"
+import { decodeEpochMs } from "../../core/lease.ts"
 import type {
   Claim,
   ClaimInput,
@@ -400,6 +401,11 @@ export const make = (
         rows(s.counts),
         (r) => r.map((x) => ({ queue: String(x.queue), status: String(x.status) as JobStatus, count: int(x.n) }))
       ),
+      queueDepths: (now) =>
+        Effect.map(
+          rows(s.queueDepths(now)),
+          (r) => r.map((x) => ({ queue: String(x.queue), due: int(x.n), oldestRunAt: decodeEpochMs(x.oldest) }))
+        ),
       retryDead: (id, now) => yes("retry dead", s.retryDead(id, now)),
       purge: (status, before) => changed(s.purge(status, before)),
       touchHost: (host, now, fields) => Effect.asVoid(changed(s.upsertHost(host, now, fields))),

@@ -198,6 +198,8 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
         literalInt(f.limit)
       }`,
     counts: sql`SELECT queue, status, COUNT(*) AS n FROM ${jobs} GROUP BY queue, status ORDER BY queue, status`,
+    queueDepths: (now: number) =>
+      sql`SELECT queue, COUNT(*) AS n, MIN(run_at) AS oldest FROM ${jobs} WHERE status = 'pending' AND run_at <= ${now} GROUP BY queue ORDER BY queue`,
     retryDead: (id: string, now: number) =>
       sql`UPDATE ${jobs} SET status = 'pending', attempts = 0, run_at = ${now}, claim_token = NULL, failed_at = NULL, updated_at = ${now} WHERE id = ${id} AND status IN ('failed', 'interrupted')`,
     purge: (status: "completed" | "failed" | "interrupted", before: number) =>

@@ -9,6 +9,7 @@ import * as Option from "effect/Option"
 import * as SqlJobStore from "../../adapters/sql/JobStore.ts"
 import { jobsLayer } from "../../runtime/Job.ts"
 import type { Jobs } from "../../runtime/Job.ts"
+import * as Metrics from "../../runtime/metrics.ts"
 import * as Migrator from "../../runtime/migrate.ts"
 import * as Worker from "../../runtime/Worker.ts"
 import { workerDatabaseLayer } from "../database.ts"
@@ -25,6 +26,8 @@ export interface WorkerConfig extends Common {
   readonly hostCap: number
   readonly pollInterval: number
   readonly gracePeriod: number
+  readonly metricsPort: Option.Option<number>
+  readonly metricsHost: string
 }
 
 /**
@@ -49,6 +52,10 @@ export const worker = (c: WorkerConfig) =>
         pollInterval: c.pollInterval,
         gracePeriod: c.gracePeriod
       })
+      if (Option.isSome(c.metricsPort)) {
+        const { port } = yield* Metrics.serve({ port: c.metricsPort.value, host: c.metricsHost })
+        yield* Effect.logInfo(`metrics at http://${c.metricsHost}:${port}/metrics`)
+      }
       // The banner is an info line: a JSON log line with --json, and quiet below info.
       const level = yield* FiberRef.get(FiberRef.currentMinimumLogLevel)
       yield* c.json

@@ -34,6 +34,14 @@ export const worker = Command.make(
       positive: true,
       default: "1 second"
     }),
+    metricsPort: opt.integer(
+      "metrics-port",
+      1,
+      "Serve Prometheus metrics at http://<metrics-host>:<port>/metrics. Default: no metrics server."
+    ).pipe(Options.optional),
+    metricsHost: opt.text("metrics-host", "address", "The address the metrics server listens on.", {
+      default: "127.0.0.1"
+    }).pipe(Options.withDefault("127.0.0.1")),
     gracePeriod: opt.duration(
       "grace-period",
       "How long running jobs may take to finish after SIGINT or SIGTERM before they are interrupted.",

@@ -13,6 +13,7 @@ import type { JobRow } from "../../core/model.ts"
 import { JobLeases, JobStore } from "../../ports/JobStore.ts"
 import { type HeldLease, Jobs } from "../Job.ts"
 import type { Resolved } from "./options.ts"
+import { observeAttempt } from "./observe.ts"
 import { describe, recordFailure, recordSuccess, releaseFenced, reportLeaseLost } from "./outcome.ts"
 import { perform } from "./perform.ts"
 import type { Watch } from "./watchdog.ts"
@@ -80,6 +81,15 @@ export const runClaimed = (
   job: JobRow,
   o: Resolved,
   timer?: Watch
+): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
+  observeAttempt(job, runAttempt(job, o, timer)).pipe(
+    Effect.annotateLogs({ jobId: job.id, jobName: job.name, attempt: job.attempts })
+  )
+
+const runAttempt = (
+  job: JobRow,
+  o: Resolved,
+  timer: Watch | undefined
 ): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
   Effect.gen(function*() {
     const leases = yield* JobLeases
@@ -151,4 +161,4 @@ export const runClaimed = (
       }
     }
     return result
-  }).pipe(Effect.annotateLogs({ jobId: job.id, jobName: job.name, attempt: job.attempts }))
+  })

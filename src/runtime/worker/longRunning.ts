@@ -13,7 +13,6 @@ import {
   Effect,
   Fiber,
   Layer,
-  Metric,
   Option,
   Queue,
   Ref,
@@ -28,7 +27,7 @@ import { JobStore } from "../../ports/JobStore.ts"
 import { Wakeups } from "../../ports/Wakeups.ts"
 import * as LocalWakeups from "../../adapters/localWakeups.ts"
 import * as WakeupsAdapter from "../../adapters/wakeups.ts"
-import * as Metrics from "../metrics.ts"
+import { addRunning } from "../metrics.ts"
 import type { WorkerServices } from "./attempt.ts"
 import { makeDoorbell } from "./doorbell.ts"
 import { makeHandBack } from "./handBack.ts"
@@ -58,22 +57,6 @@ export interface WorkerApi {
 
 /** The running worker service, present while its layer's scope is open. */
 export class WorkerHandle extends Context.Tag("leasehold/Worker")<WorkerHandle, WorkerApi>() {}
-
-// One attempt's outcome in the metrics (a lost lease is counted where it is reported: ./outcome.ts).
-const countOutcome = (result: ProcessResult, ms: number) =>
-  Effect.gen(function*() {
-    yield* Metric.update(Metrics.duration, ms)
-    switch (result._tag) {
-      case "Completed":
-        return yield* Metric.increment(Metrics.completed)
-      case "Failed":
-        return yield* Metric.increment(result.willRetry ? Metrics.retried : Metrics.failed)
-      case "Fenced":
-        return yield* Metric.increment(Metrics.fenced)
-      case "Deferred":
-        return yield* Metric.increment(Metrics.deferred)
-    }
-  })
 
 /**
  * Runs a worker for as long as the layer's scope is open: a claimer fiber claims due jobs in
@@ -110,13 +93,13 @@ export const make = (
     // Attempts running in this process (claimed jobs waiting in `ready` are not counted).
     const running = (delta: number) =>
       Effect.zipRight(
-        Ref.update(stats, (s) => ({ ...s, running: s.running + delta })),
-        Metric.incrementBy(Metrics.running, delta)
+        Effect.sync(() => addRunning(delta)),
+        Ref.update(stats, (s) => ({ ...s, running: s.running + delta }))
       )
-    const record = (result: ProcessResult, ms: number) =>
+    // Outcomes are counted in the metrics where every entry point's attempts are (./observe.ts).
+    const record = (result: ProcessResult) =>
       Effect.gen(function*() {
         yield* Ref.update(stats, (s) => ({ ...s, ...tallyOf(s, result) }))
-        yield* countOutcome(result, ms)
         if (config.onResult) yield* config.onResult(result)
       })
     // Read at most once per poll interval.
@@ -182,7 +165,6 @@ export const make = (
       const job = yield* Queue.take(ready)
       room.buffered--
       room.active++
-      const started = yield* Clock.currentTimeMillis
       const result = yield* hands.guard(
         job,
         Effect.acquireUseRelease(running(1), () => runClaimed(job, o, timer), () => running(-1))
@@ -206,7 +188,7 @@ export const make = (
           Effect.ensuring(Effect.zipRight(Effect.sync(() => room.active--), Queue.offer(slotFreed, undefined)))
         )
       if (result?._tag === "Deferred") room.contended = concurrency * 2
-      if (result !== undefined) yield* record(result, (yield* Clock.currentTimeMillis) - started)
+      if (result !== undefined) yield* record(result)
     }))
 
     const runners = yield* Effect.forEach(Array.from({ length: concurrency }), () => Effect.forkDaemon(runner), {
@@ -223,7 +205,6 @@ export const make = (
           )
           if (n > 0) {
             yield* Ref.update(stats, (s) => ({ ...s, reaped: s.reaped + n }))
-            yield* Metric.incrementBy(Metrics.reaped, n)
             // Reaped jobs may be due again now.
             yield* bell.ring
           }

@@ -3,12 +3,11 @@
  * its lease released with it (and handed off to the next job waiting on it), and a lease found
  * taken over reported in one place, `reportLeaseLost`.
  */
-import { Cause, Clock, Effect, Either, Metric, Option } from "effect"
+import { Cause, Clock, Effect, Either, Option } from "effect"
 import { type BackoffOptions, cutError, decideFailure } from "../../core/jobs.ts"
 import type { JobRow, Outcome } from "../../core/model.ts"
 import { JobLeases, JobStore } from "../../ports/JobStore.ts"
 import type { LeaseLockApi } from "../../ports/LeaseLock.ts"
-import * as Metrics from "../metrics.ts"
 import { jobRef, ProcessResult, withLeaseLost } from "./results.ts"
 
 /** A failure as `last_error` records it: `Tag: message` for errors, else the value or the cause. */
@@ -43,8 +42,9 @@ export interface LostLease {
 
 /**
  * The one place a lost lease is reported (docs/behaviour.md §8, "Lost"): a warning naming both
- * owners, the `leasehold_leases_lost` metric, and `leaseLost` on the result (which processQueue
- * and tick count). The run may have overlapped another; the job is still recorded as it ended.
+ * owners, and `leaseLost` on the result (which processQueue and tick count, and the
+ * `leasehold_leases_lost_total` metric: ./observe.ts). The run may have overlapped another; the
+ * job is still recorded as it ended.
  */
 export const reportLeaseLost = (result: ProcessResult, lost: LostLease): Effect.Effect<ProcessResult> =>
   Effect.gen(function*() {
@@ -52,7 +52,6 @@ export const reportLeaseLost = (result: ProcessResult, lost: LostLease): Effect.
       `lease ${lost.lease} was lost before the run ${lost.when}: held by ${lost.holder ?? "nobody"}, ` +
         `not by this attempt (${lost.token}); the run may have overlapped another`
     )
-    yield* Metric.increment(Metrics.leasesLost)
     return withLeaseLost(result)
   })
 

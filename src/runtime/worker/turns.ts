@@ -11,6 +11,7 @@ import { countsTowardLimit, decideReap, DEFAULT_BACKOFF, emptyTally, type QueueT
 import type { ClaimInput } from "../../core/model.ts"
 import { JobStore } from "../../ports/JobStore.ts"
 import { Jobs } from "../Job.ts"
+import { recordReaped } from "../metrics.ts"
 import { runClaimed, type WorkerServices } from "./attempt.ts"
 import { drainState, touchHost } from "./hosts.ts"
 import {
@@ -39,6 +40,7 @@ export const reapWith = (o: Resolved): Effect.Effect<number, SqlError, JobStore 
       }, now)
       if (yield* store.reap(row, decision, now)) {
         reaped++
+        recordReaped(row.name, row.queue)
         yield* Effect.logWarning(
           `reaped ${row.name} ${row.id}: no sign of life from ${row.claimedBy ?? "?"}; ${decision._tag}`
         ).pipe(

@@ -18,7 +18,8 @@ export interface Scrape {
   readonly value: (name: string, labels?: Readonly<Record<string, string>>) => number | undefined
 }
 
-const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$/
+// Label values may hold any character but the escaped three (a carriage return, say): `[^]`, not `.`.
+const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^]*)\})? (\S+)$/
 const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"(,|$)/y
 
 const unescape = (v: string) => v.replace(/\\(.)/g, (_, c: string) => (c === "n" ? "\n" : c))

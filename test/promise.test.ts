@@ -35,7 +35,17 @@ type Target = {
 
 const dropAll = async (lh: LeaseholdClient, prefix: string, quote: (t: string) => string) => {
   await lh.transaction(async (tx) => {
-    for (const t of ["jobs", "hosts", "job_locks", "migrations", "migration_locks"]) {
+    for (
+      const t of [
+        "jobs",
+        "hosts",
+        "job_locks",
+        "job_locks_tokens",
+        "migrations",
+        "migration_locks",
+        "migration_locks_tokens"
+      ]
+    ) {
       await tx.query(`DROP TABLE IF EXISTS ${quote(prefix + t)}`)
     }
   })

@@ -30,6 +30,32 @@ export class LeaseTableInTransactionError extends Data.TaggedError("LeaseTableIn
 }
 
 /**
+ * A guarded write was refused (docs/behaviour.md §2, "Fencing tokens"): its fencing token is
+ * lower than the highest one the resource has seen, so a newer lease holder has written since.
+ * Nothing was written: the caller's write did not run.
+ */
+export class StaleTokenError extends Data.TaggedError("StaleTokenError")<{
+  readonly resource: string
+  readonly token: bigint
+  /** The highest token the resource has seen. */
+  readonly highest: bigint
+}> {
+  override get message() {
+    return `stale fencing token ${this.token} for ${this.resource}: it has seen ${this.highest}`
+  }
+}
+
+/** A fence resource or token that the fences table cannot hold; nothing was written. */
+export class FenceInputError extends Data.TaggedError("FenceInputError")<{
+  readonly field: "resource" | "token"
+  readonly reason: string
+}> {
+  override get message() {
+    return `invalid fence ${this.field}: ${this.reason}`
+  }
+}
+
+/**
  * The attempt was fenced: its claim was reaped and the job re-claimed by another attempt,
  * so this one must stop. `heartbeat()` fails with it; perform may let it propagate.
  */

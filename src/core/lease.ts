@@ -131,6 +131,46 @@ export const decodeEpochMs = (value: unknown): number => {
   return n
 }
 
+/**
+ * Decodes a fencing token (a BIGINT counter) as the drivers return it: a string (pg), a number
+ * (mysql2, better-sqlite3) or a bigint. Fails loudly on anything else: a wrong token would let
+ * a stale holder's write through.
+ */
+export const decodeToken = (value: unknown): bigint => {
+  if (typeof value === "bigint") return value
+  if (typeof value === "number" && Number.isSafeInteger(value)) return BigInt(value)
+  if (typeof value === "string" && /^\d+$/.test(value.trim())) return BigInt(value.trim())
+  throw new RangeError(`not a fencing token: ${String(value)}`)
+}
+
+/** Longest fence resource the fences table holds (`resource VARCHAR(255)`). */
+export const MAX_FENCE_RESOURCE_LENGTH = 255
+
+/**
+ * Why a guarded write's resource or token cannot be used, or `undefined` when both can. A token
+ * is a lease's fencing token: a whole number from 0 up to 2^53 − 1, the most every driver binds
+ * exactly (a counter bumped once a millisecond reaches it after 285,000 years).
+ */
+export const fenceInputProblem = (
+  resource: string,
+  token: bigint
+): { readonly field: "resource" | "token"; readonly reason: string } | undefined => {
+  if (typeof resource !== "string" || resource.length === 0) return { field: "resource", reason: "is empty" }
+  if (resource.length > MAX_FENCE_RESOURCE_LENGTH) {
+    return {
+      field: "resource",
+      reason: `is ${resource.length} characters; at most ${MAX_FENCE_RESOURCE_LENGTH} fit`
+    }
+  }
+  const text = keyProblem(resource)
+  if (text !== undefined) return { field: "resource", reason: text }
+  if (typeof token !== "bigint") return { field: "token", reason: `must be a bigint, got ${typeof token}` }
+  if (token < 0n || token > BigInt(Number.MAX_SAFE_INTEGER)) {
+    return { field: "token", reason: `must be from 0 to ${Number.MAX_SAFE_INTEGER}, got ${token}` }
+  }
+  return undefined
+}
+
 /** Why a lease name, owner or host cannot be stored, or `undefined` when it can. */
 export const leaseInputProblem = (
   field: "name" | "owner" | "host",

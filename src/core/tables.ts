@@ -19,6 +19,13 @@ export const checkIdentifier = (identifier: string): string => {
   return identifier
 }
 
+/**
+ * The fencing-token counter table of a lease table (`<table>_tokens`): one row per lease name
+ * ever acquired, holding its last token. It outlives the lease rows (a release deletes those),
+ * so a name's tokens keep rising (docs/behaviour.md §2, "Fencing tokens").
+ */
+export const tokensTable = (leaseTable: string): string => checkIdentifier(`${leaseTable}_tokens`)
+
 /** leasehold's tables for one prefix. */
 export interface TableNames {
   readonly prefix: string

@@ -50,7 +50,10 @@ export type LeaseError = SqlError | LeaseInputError
 export interface LeaseLockApi {
   /** The table this lock lives in. */
   readonly table: string
-  /** The CREATE TABLE statement for this table, for migrations and error messages. */
+  /**
+   * The CREATE TABLE statements for this table and its token counter table, for migrations and
+   * error messages (separated by `;`).
+   */
   readonly createTableSql: string
   /**
    * Takes the lease if it is free, expired (strictly before `now`) or already ours.
@@ -59,6 +62,14 @@ export interface LeaseLockApi {
    * `LeaseInputError` and changes nothing.
    */
   readonly tryAcquire: (input: AcquireInput) => Effect.Effect<boolean, LeaseError>
+  /**
+   * `tryAcquire` that also tells the lease's fencing token: `Some(token)` when we hold it
+   * afterwards. Each acquisition (fresh, take-over, or after a release) bumps the name's counter
+   * in the same statement or transaction, so its token is strictly greater than every earlier
+   * token of that name, also after the row was deleted; a lease already ours keeps its token.
+   * (`tryAcquire` takes the same path: every acquisition bumps.)
+   */
+  readonly tryAcquireToken: (input: AcquireInput) => Effect.Effect<Option.Option<bigint>, LeaseError>
   /**
    * Moves our lease's expiry; false when it is not (or no longer) ours. An expiry before `now`
    * (or not a whole epoch-ms value) fails with `LeaseInputError` and changes nothing.
@@ -77,7 +88,10 @@ export interface LeaseLockApi {
   readonly list: Effect.Effect<ReadonlyArray<LeaseRow>, SqlError>
   /** Whether the table exists, asked of the database catalog. */
   readonly tableExists: Effect.Effect<boolean, SqlError>
-  /** Creates the table if missing; refuses inside a transaction, where DDL would commit it. */
+  /**
+   * Creates the table and its token counter table (`<table>_tokens`) if missing; refuses inside a
+   * transaction, where DDL would commit it.
+   */
   readonly ensureTable: Effect.Effect<void, SqlError | LeaseTableInTransactionError>
 }
 

@@ -189,6 +189,13 @@ export interface HeldLease {
   readonly owner: string
   /** Epoch ms; moves forward with each heartbeat. */
   readonly expiresAt: number
+  /**
+   * This acquisition's fencing token: strictly greater than every earlier token of this lease
+   * name, so a resource that keeps the highest token it has seen can refuse a stale holder's
+   * write (`Fences.guard`; docs/behaviour.md §2). A bigint, exact at any size; `String(token)`
+   * hands it to an API or JSON.
+   */
+  readonly fencingToken: bigint
 }
 
 /** What perform can see of its own attempt. */

@@ -6,6 +6,7 @@
  */
 import { badInputConformance } from "../conformance/badInput/index.ts"
 import { exclusiveConformance } from "../conformance/exclusive.ts"
+import { fencingConformance } from "../conformance/fencing.ts"
 import { handBackConformance } from "../conformance/handBack.ts"
 import { jobConformance } from "../conformance/jobs.ts"
 import { leaseLockConformance } from "../conformance/leaseLock.ts"
@@ -16,6 +17,7 @@ import { workerConformance } from "../conformance/worker.ts"
 leaseLockConformance("galera")
 jobConformance("galera")
 exclusiveConformance("galera")
+fencingConformance("galera")
 workerConformance("galera")
 handBackConformance("galera")
 migrationConformance("galera")

@@ -1,6 +1,7 @@
 /** Every conformance suite, run on the mysql adapter. */
 import { badInputConformance } from "../conformance/badInput/index.ts"
 import { exclusiveConformance } from "../conformance/exclusive.ts"
+import { fencingConformance } from "../conformance/fencing.ts"
 import { handBackConformance } from "../conformance/handBack.ts"
 import { jobConformance } from "../conformance/jobs.ts"
 import { leaseLockConformance } from "../conformance/leaseLock.ts"
@@ -11,6 +12,7 @@ import { workerConformance } from "../conformance/worker.ts"
 leaseLockConformance("mysql")
 jobConformance("mysql")
 exclusiveConformance("mysql")
+fencingConformance("mysql")
 workerConformance("mysql")
 handBackConformance("mysql")
 migrationConformance("mysql")

@@ -147,7 +147,12 @@ export const exclusiveConformance = (adapter: AdapterName) =>
               expiresAt: T0 + WINDOW
             })
             expect((yield* Ref.get(p.seen))[0]!.lease).toEqual(
-              Option.some({ name: "key:acct-a1", owner: claimed.claimToken, expiresAt: T0 + WINDOW })
+              Option.some({
+                name: "key:acct-a1",
+                owner: claimed.claimToken,
+                expiresAt: T0 + WINDOW,
+                fencingToken: expect.any(BigInt)
+              })
             )
             yield* Deferred.succeed(p.gate, undefined)
             expect(yield* Fiber.join(fiber)).toMatchObject({ _tag: "Completed", leaseLost: false })

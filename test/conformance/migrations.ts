@@ -10,7 +10,7 @@ import { randomUUID } from "node:crypto"
 import { JobLeases, JobStore, type JobStoreApi, type NewJob } from "../../src/JobStore.ts"
 import { createJobTables, type Migration, migrations } from "../../src/adapters/sql/schema.ts"
 import { leaseExpiresAt, leaseWindowMs } from "../../src/core/lease.ts"
-import { tableNames } from "../../src/core/tables.ts"
+import { tableNames, tokensTable } from "../../src/core/tables.ts"
 import type { MigrationStep } from "../../src/runtime/migrate.ts"
 import { type AdapterName, layerFor, TestDatabase, type TestDatabaseApi } from "../support/databases.ts"
 
@@ -92,7 +92,15 @@ export const migrationConformance = (adapter: AdapterName) =>
 
     const allTables = (
       t: ReturnType<typeof tableNames>
-    ) => [t.jobs, t.hosts, t.jobLocks, t.migrations, t.migrationLocks]
+    ) => [
+      t.jobs,
+      t.hosts,
+      t.jobLocks,
+      tokensTable(t.jobLocks),
+      t.migrations,
+      t.migrationLocks,
+      tokensTable(t.migrationLocks)
+    ]
 
     // What migration 1 wrote had no grace or deadline; the in-memory store has no schema to upgrade.
     if (adapter !== "memory") {

@@ -15,12 +15,14 @@ import { Context, Effect, Layer, Redacted, Ref } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import * as Fences from "../../src/Fences.ts"
 import * as LeaseLock from "../../src/LeaseLock.ts"
 import * as JobStoreModule from "../../src/JobStore.ts"
 import type { JobLeases, JobStore } from "../../src/JobStore.ts"
 import { makeMemoryDatabase, MemoryDatabase, type MemoryDatabaseApi } from "../../src/adapters/memory/database.ts"
 import { memoryJobStoreLayer } from "../../src/adapters/memory/JobStore.ts"
 import { clusterClientLayer, nodeUrls } from "../../src/adapters/mysql/cluster.ts"
+import { makeMemoryFences } from "../../src/adapters/memory/Fences.ts"
 import { makeMemoryLeaseLock } from "../../src/adapters/memory/LeaseLock.ts"
 import { tableNames } from "../../src/core/tables.ts"
 import * as Migrator from "../../src/runtime/migrate.ts"
@@ -43,6 +45,8 @@ export interface TestDatabaseApi {
   /** A fresh table name under this file's prefix. */
   readonly table: (label: string) => string
   readonly leaseLock: (table: string) => Effect.Effect<LeaseLock.LeaseLockApi>
+  /** Fences (guarded writes) on one table of this database (table not created). */
+  readonly fences: (table: string) => Effect.Effect<Fences.FencesApi>
   /** `n` LeaseLocks on one table whose calls go out on separate connections (or clients). */
   readonly leaseLocksApart: (table: string, n: number) => Effect.Effect<ReadonlyArray<LeaseLock.LeaseLockApi>>
   readonly withTransaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
@@ -139,6 +143,7 @@ const sqlDatabase = (adapter: AdapterName, label: string) =>
       adapter,
       table: (l) => `${prefix}${l}${next()}`,
       leaseLock,
+      fences: (table) => Effect.provideService(Fences.make({ table }), SqlClient.SqlClient, sql),
       leaseLocksApart: (table, n) => Effect.map(leaseLock(table), (lock) => Array.from({ length: n }, () => lock)),
       withTransaction: sql.withTransaction,
       migrate,
@@ -227,6 +232,7 @@ export const memoryLayer = (label: string) =>
         adapter: "memory",
         table: (l) => `${prefix}${l}${next()}`,
         leaseLock,
+        fences: (table) => Effect.succeed(makeMemoryFences(db, { table })),
         leaseLocksApart: (table, n) => Effect.map(leaseLock(table), (lock) => Array.from({ length: n }, () => lock)),
         withTransaction: db.withTransaction,
         migrate,

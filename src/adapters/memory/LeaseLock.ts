@@ -1,17 +1,20 @@
 /** The in-memory LeaseLock: the model the SQL LeaseLock must agree with (docs/behaviour.md §2). */
+import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Layer, Option, Ref } from "effect"
 import { LeaseTableInTransactionError } from "../../core/errors.ts"
 import { isExpired, type LeaseRow, mayAcquire } from "../../core/lease.ts"
-import { checkIdentifier } from "../../core/tables.ts"
+import { checkIdentifier, tokensTable } from "../../core/tables.ts"
 import { type AcquireInput, LeaseLock, type LeaseLockApi } from "../../ports/LeaseLock.ts"
 import { acquireRow, nowOr, resolveExpiry, validateLease, validateRelease } from "../leaseInput.ts"
-import { MemoryDatabase, type MemoryDatabaseApi, modifyTable } from "./database.ts"
+import { MemoryDatabase, type MemoryDatabaseApi, type MemoryTables, modifyTable, noSuchTable } from "./database.ts"
 
-const memoryCreateTable = (table: string) => `CREATE TABLE ${table} (in memory)`
+const memoryCreateTable = (table: string) =>
+  `CREATE TABLE ${table} (in memory);\nCREATE TABLE ${tokensTable(table)} (in memory)`
 
 /** Builds an in-memory LeaseLock on `db`, deciding exactly as the SQL stores do. */
 export const makeMemoryLeaseLock = (db: MemoryDatabaseApi, options: { readonly table: string }): LeaseLockApi => {
   const table = checkIdentifier(options.table)
+  const tokens = tokensTable(table)
   const modify = <A>(f: (rows: ReadonlyMap<string, LeaseRow>) => readonly [A, ReadonlyMap<string, LeaseRow>?]) =>
     modifyTable(db, table, f)
   const set = (rows: ReadonlyMap<string, LeaseRow>, row: LeaseRow) => new Map(rows).set(row.name, row)
@@ -21,18 +24,32 @@ export const makeMemoryLeaseLock = (db: MemoryDatabaseApi, options: { readonly t
     return next
   }
 
-  const tryAcquire = (input: AcquireInput) =>
+  // The lease row and the name's token counter change in one atomic update of both tables, as
+  // the SQL stores change them in one statement or transaction.
+  const tryAcquireToken = (input: AcquireInput) =>
     Effect.gen(function*() {
       const row = yield* acquireRow(input)
       const now = row.acquiredAt
-      return yield* modify((rows) => {
-        const current = rows.get(row.name)
-        if (!mayAcquire(current, row.owner, now)) return [false]
-        // Ours and still live: held already, and (as in SQL, where the take-over's
-        // `expiresat < now` matches nothing) left unchanged.
-        if (current !== undefined && !isExpired(current.expiresAt, now)) return [true]
-        return [true, set(rows, row)]
-      })
+      return yield* Effect.flatten(
+        Ref.modify(db.tables, (all): [Effect.Effect<Option.Option<bigint>, SqlError>, MemoryTables] => {
+          const rows = all.get(table) as ReadonlyMap<string, LeaseRow> | undefined
+          const counters = all.get(tokens) as ReadonlyMap<string, bigint> | undefined
+          if (rows === undefined) return [Effect.fail(noSuchTable(table)), all]
+          if (counters === undefined) return [Effect.fail(noSuchTable(tokens)), all]
+          const current = rows.get(row.name)
+          if (!mayAcquire(current, row.owner, now)) return [Effect.succeedNone, all]
+          const last = counters.get(row.name)
+          // Ours and still live: held already, and (as in SQL, where the take-over's
+          // `expiresat < now` matches nothing) left unchanged, with its token (a lease taken before
+          // the counter existed gets one now).
+          const fresh = current === undefined || isExpired(current.expiresAt, now)
+          if (!fresh && last !== undefined) return [Effect.succeedSome(last), all]
+          const token = (last ?? 0n) + 1n
+          const next = new Map(all).set(tokens, new Map(counters).set(row.name, token))
+          if (fresh) next.set(table, set(rows, row))
+          return [Effect.succeedSome(token), next]
+        })
+      )
     })
 
   const tableExists = Effect.map(Ref.get(db.tables), (tables) => tables.has(table))
@@ -40,7 +57,8 @@ export const makeMemoryLeaseLock = (db: MemoryDatabaseApi, options: { readonly t
   return LeaseLock.of({
     table,
     createTableSql: memoryCreateTable(table),
-    tryAcquire,
+    tryAcquire: (input) => Effect.map(tryAcquireToken(input), Option.isSome),
+    tryAcquireToken,
     renew: (input) =>
       Effect.gen(function*() {
         yield* validateLease(input)
@@ -70,11 +88,16 @@ export const makeMemoryLeaseLock = (db: MemoryDatabaseApi, options: { readonly t
     list: modify((rows) => [[...rows.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))]),
     tableExists,
     ensureTable: Effect.gen(function*() {
-      if (yield* tableExists) return
+      const present = yield* Ref.get(db.tables)
+      if (present.has(table) && present.has(tokens)) return
       if (yield* db.inTransaction) {
         return yield* Effect.fail(new LeaseTableInTransactionError({ table, createTable: memoryCreateTable(table) }))
       }
-      yield* Ref.update(db.tables, (tables) => (tables.has(table) ? tables : new Map(tables).set(table, new Map())))
+      yield* Ref.update(db.tables, (tables) => {
+        const next = new Map(tables)
+        for (const name of [table, tokens]) if (!next.has(name)) next.set(name, new Map())
+        return next
+      })
     })
   })
 }

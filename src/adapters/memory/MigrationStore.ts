@@ -1,7 +1,7 @@
 /** The in-memory migration store (src/ports/MigrationStore.ts): "creating" a table adds an empty map under its name. */
 import { SqlError } from "@effect/sql/SqlError"
 import { Effect, Ref } from "effect"
-import { tableNames } from "../../core/tables.ts"
+import { tableNames, tokensTable } from "../../core/tables.ts"
 import type { AppliedMigration, MigrationStore } from "../../ports/MigrationStore.ts"
 import { type MemoryDatabaseApi, modifyTable } from "./database.ts"
 import { makeMemoryLeaseLock } from "./LeaseLock.ts"
@@ -22,7 +22,9 @@ export const makeMemoryMigrationStore = (
     tables,
     lock: makeMemoryLeaseLock(db, { table: tables.migrationLocks }),
     inTransaction: db.inTransaction,
-    prepare: Effect.zipRight(create(tables.migrations), create(tables.migrationLocks)),
+    prepare: Effect.forEach([tables.migrations, tables.migrationLocks, tokensTable(tables.migrationLocks)], create, {
+      discard: true
+    }),
     hasMigrationsTable: exists(tables.migrations),
     applied: migrationsTable((rows) => [[...rows.values()].sort((a, b) => a.id - b.id)]),
     apply: (migration) => Effect.forEach(migration.memoryTables(tables), create, { discard: true }),

@@ -46,7 +46,8 @@ export const makeMemoryDatabase: Effect.Effect<MemoryDatabaseApi> = Effect.gen(f
 /** A layer with a fresh, empty in-memory database. */
 export const memoryDatabaseLayer: Layer.Layer<MemoryDatabase> = Layer.effect(MemoryDatabase, makeMemoryDatabase)
 
-const noSuchTable = (table: string) =>
+/** The error a database gives for a missing table. */
+export const noSuchTable = (table: string) =>
   new SqlError({ message: `no such table: ${table}`, cause: new Error(`no such table: ${table}`) })
 
 /**

@@ -32,7 +32,31 @@ export const mysql: Dialect = {
     // abort an enclosing transaction; the caller then reads the row and tries a take-over.
     insert: (t, row) =>
       sql`INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt})`,
-    acquire: { kind: "readThenInsert" }
+    acquire: { kind: "readThenInsert" },
+    createTokensTable: (tokens) =>
+      sql`CREATE TABLE IF NOT EXISTS ${tokens} (
+  lockname VARCHAR(100) NOT NULL PRIMARY KEY,
+  token BIGINT NOT NULL
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+    // Run inside the acquisition's transaction: the SELECT sees the row the INSERT just wrote.
+    bumpToken: (tokens, name) => [
+      sql`INSERT INTO ${tokens} (lockname, token) VALUES (${name}, 1) ON DUPLICATE KEY UPDATE token = token + 1`,
+      sql`SELECT token FROM ${tokens} WHERE lockname = ${name}`
+    ]
+  },
+  fences: {
+    createTable: (t) =>
+      sql`CREATE TABLE IF NOT EXISTS ${t} (
+  resource VARCHAR(255) NOT NULL PRIMARY KEY,
+  token BIGINT NOT NULL
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+    // ON DUPLICATE KEY UPDATE takes an exclusive lock on a duplicate row (a plain INSERT a shared
+    // one, which two guards would then both try to upgrade: a deadlock); the locking read sees the
+    // latest row, not the transaction's snapshot.
+    record: (t, resource, token) => [
+      sql`INSERT INTO ${t} (resource, token) VALUES (${resource}, ${token}) ON DUPLICATE KEY UPDATE token = GREATEST(token, VALUES(token))`,
+      sql`SELECT token FROM ${t} WHERE resource = ${resource} FOR UPDATE`
+    ]
   },
   jobs: {
     // A plain INSERT: a taken unique key fails it (without aborting a transaction); the store

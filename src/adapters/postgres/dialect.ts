@@ -38,14 +38,35 @@ export const postgres: Dialect = {
     // enclosing transaction is never aborted by a duplicate key.
     insert: (t, row) =>
       sql`INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt}) ON CONFLICT (lockname) DO NOTHING`,
-    // Insert, or take over a lease that expired strictly before now, in one statement that
-    // never raises a duplicate-key error (so an enclosing transaction stays usable). Concurrent
-    // callers on one row queue on its lock and re-check the WHERE, so exactly one wins.
+    // Insert, or take over a lease that expired strictly before now, and bump the name's token
+    // counter, in one statement that never raises a duplicate-key error (so an enclosing
+    // transaction stays usable). Concurrent callers on one row queue on its lock and re-check the
+    // WHERE, so exactly one wins, and only the winner's CTE row reaches the counter.
     acquire: {
-      kind: "upsert",
-      statement: (t, row) =>
-        sql`INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt}) ON CONFLICT (lockname) DO UPDATE SET lockowner = EXCLUDED.lockowner, lockhost = EXCLUDED.lockhost, acquiredat = EXCLUDED.acquiredat, expiresat = EXCLUDED.expiresat WHERE ${t}.expiresat < EXCLUDED.acquiredat RETURNING lockowner`
-    }
+      kind: "upsertWithToken",
+      statement: (t, tokens, row) =>
+        sql`WITH got AS (INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt}) ON CONFLICT (lockname) DO UPDATE SET lockowner = EXCLUDED.lockowner, lockhost = EXCLUDED.lockhost, acquiredat = EXCLUDED.acquiredat, expiresat = EXCLUDED.expiresat WHERE ${t}.expiresat < EXCLUDED.acquiredat RETURNING lockname) INSERT INTO ${tokens} (lockname, token) SELECT lockname, 1 FROM got ON CONFLICT (lockname) DO UPDATE SET token = ${tokens}.token + 1 RETURNING token`
+    },
+    createTokensTable: (tokens) =>
+      sql`CREATE TABLE IF NOT EXISTS ${tokens} (
+  lockname VARCHAR(100) NOT NULL PRIMARY KEY,
+  token BIGINT NOT NULL
+)`,
+    bumpToken: (tokens, name) => [
+      sql`INSERT INTO ${tokens} (lockname, token) VALUES (${name}, 1) ON CONFLICT (lockname) DO UPDATE SET token = ${tokens}.token + 1 RETURNING token`
+    ]
+  },
+  fences: {
+    createTable: (t) =>
+      sql`CREATE TABLE IF NOT EXISTS ${t} (
+  resource VARCHAR(255) NOT NULL PRIMARY KEY,
+  token BIGINT NOT NULL
+)`,
+    // ON CONFLICT DO UPDATE locks the row even when GREATEST leaves it as it was; a concurrent
+    // guard of the same resource waits for our commit and re-reads the row.
+    record: (t, resource, token) => [
+      sql`INSERT INTO ${t} (resource, token) VALUES (${resource}, ${token}) ON CONFLICT (resource) DO UPDATE SET token = GREATEST(${t}.token, EXCLUDED.token) RETURNING token`
+    ]
   },
   jobs: {
     insert,

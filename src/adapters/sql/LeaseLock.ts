@@ -4,9 +4,10 @@
  * system builds its exclusive jobs and its migration lock on it.
  */
 import { SqlClient } from "@effect/sql"
+import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Layer, Option } from "effect"
 import { LeaseTableInTransactionError } from "../../core/errors.ts"
-import type { LeaseRow } from "../../core/lease.ts"
+import { decodeToken, type LeaseRow } from "../../core/lease.ts"
 import {
   type AcquireInput,
   LeaseLock,
@@ -19,8 +20,8 @@ import { decodeLeaseRow } from "./decode.ts"
 import { dialectOf } from "./dialects.ts"
 import { type LeaseStatements, leaseStatements } from "./leaseStatements.ts"
 import { retryTransient } from "./retry.ts"
-import type { RawSql, Statement } from "./statement.ts"
-import { inTransaction } from "./transaction.ts"
+import type { Statement } from "./statement.ts"
+import { inTransaction, readCommittedTransaction } from "./transaction.ts"
 
 /**
  * Builds a LeaseLock over the current `SqlClient` for one table. The dialect is resolved
@@ -31,6 +32,11 @@ export const make = (options: { readonly table: string }): Effect.Effect<LeaseLo
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     const dialect = dialectOf(sql)
     const statements: LeaseStatements = leaseStatements(dialect.syntax, dialect.lease, options.table)
+
+    // MySQL/MariaDB: an acquisition's transaction runs at READ COMMITTED, so its reads after a
+    // take-over that changed nothing see the latest owner, not the transaction's first snapshot.
+    const transaction = <A, E>(effect: Effect.Effect<A, E>) =>
+      dialect.jobs.isolation === "readCommitted" ? readCommittedTransaction(sql, effect) : sql.withTransaction(effect)
 
     const rows = (s: Statement) =>
       sql.unsafe<Record<string, unknown>>(s.sql, s.params as Array<unknown>).withoutTransform
@@ -43,35 +49,50 @@ export const make = (options: { readonly table: string }): Effect.Effect<LeaseLo
     const read = (name: string) =>
       Effect.map(rows(statements.read(name)), (r) => Option.map(Option.fromNullable(r[0]), decodeLeaseRow))
 
-    const takeOver = (row: LeaseRow) =>
-      Effect.flatMap(changed(statements.takeOver(row)), (n) =>
-        n > 0
-          ? Effect.succeed(true)
-          // Nothing changed: it is either held by someone else or already ours (re-entrant).
-          : Effect.map(ownerOf(row.name), (owner) => Option.contains(owner, row.owner)))
+    const takeOver = (row: LeaseRow) => Effect.map(changed(statements.takeOver(row)), (n) => n > 0)
+
+    // The holder's token (a lease already ours), or none when someone else holds it. A row
+    // acquired before the counter existed has no token yet: it gets one now.
+    const heldToken = (row: LeaseRow): Effect.Effect<Option.Option<bigint>, SqlError> =>
+      Effect.flatMap(rows(statements.ownerAndToken(row.name)), (r) => {
+        const held = r[0]
+        if (held === undefined || String(held.lockowner) !== row.owner) return Effect.succeedNone
+        if (held.token !== null && held.token !== undefined) return Effect.succeedSome(decodeToken(held.token))
+        return Effect.map(bump(row.name), Option.some)
+      })
+    const bump = (name: string) =>
+      Effect.gen(function*() {
+        let last: ReadonlyArray<Record<string, unknown>> = []
+        for (const s of statements.bumpToken(name)) last = yield* rows(s)
+        return decodeToken(last[0]?.token)
+      })
+    // A fresh acquisition (our write changed the row): bump the counter in the same transaction.
+    const acquired = (got: boolean, row: LeaseRow) => got ? Effect.map(bump(row.name), Option.some) : heldToken(row)
 
     // Each operation is safe to run again whole after a deadlock: its writes are fenced
-    // (owner, expiry) and a take-over re-reads what it needs.
-    const tryAcquire = (input: AcquireInput) => retryTransient(dialect, "lease acquire", tryAcquireOnce(input))
-    const tryAcquireOnce = (input: AcquireInput) =>
-      Effect.flatMap(acquireRow(input), (row) => {
-        const strategy = dialect.lease.acquire
-        switch (strategy.kind) {
-          case "upsert":
-            return upsert(strategy.statement, row)
-          case "readThenInsert":
-            return readThenInsert(row)
-        }
-      })
-    // Insert or take over in one statement; a row back means we got it. Else the lease is held
-    // and live: already ours (re-entrant, left unchanged) or someone else's.
-    const upsert = (statement: (table: RawSql, row: LeaseRow) => Statement, row: LeaseRow) =>
-      Effect.flatMap(
-        rows(statement(statements.quoted, row)),
-        (got) => got.length > 0 ? Effect.succeed(true) : Effect.map(ownerOf(row.name), Option.contains(row.owner))
-      )
+    // (owner, expiry), a take-over re-reads what it needs, and an acquisition's counter bump
+    // rolls back with it.
+    const tryAcquireToken = (input: AcquireInput) =>
+      Effect.flatMap(acquireRow(input), (row) => retryTransient(dialect, "lease acquire", acquireOnce(row)))
+    const acquireOnce = (row: LeaseRow): Effect.Effect<Option.Option<bigint>, SqlError> => {
+      const strategy = dialect.lease.acquire
+      switch (strategy.kind) {
+        case "upsertWithToken":
+          // One statement: a row back is ours, with its new token.
+          return Effect.flatMap(
+            rows(strategy.statement(statements.quoted, statements.tokens, row)),
+            (got) => got.length > 0 ? Effect.succeedSome(decodeToken(got[0]!.token)) : heldToken(row)
+          )
+        case "upsert":
+          return transaction(
+            Effect.flatMap(rows(strategy.statement(statements.quoted, row)), (got) => acquired(got.length > 0, row))
+          )
+        case "readThenInsert":
+          return transaction(Effect.flatMap(readThenInsert(row), (got) => acquired(got, row)))
+      }
+    }
     // Read first. The INSERT is only tried when no row exists, so the plain INSERT rarely meets a
-    // duplicate, and a held lease costs one read.
+    // duplicate, and a held lease costs one read. True when our write took the lease.
     const readThenInsert = (row: LeaseRow) =>
       Effect.gen(function*() {
         const current = yield* ownerOf(row.name)
@@ -113,22 +134,29 @@ export const make = (options: { readonly table: string }): Effect.Effect<LeaseLo
 
     const tableExists = Effect.map(rows(statements.tableExists), (r) => r.length > 0)
 
+    const tokensExist = Effect.map(rows(dialect.lease.tableExists(statements.tokensTable)), (r) => r.length > 0)
+    const createTableSql = `${statements.createTable.sql};\n${statements.createTokensTable.sql}`
     const ensureTable = Effect.gen(function*() {
-      if (yield* tableExists) return
+      const missing = [
+        ...((yield* tableExists) ? [] : [statements.createTable]),
+        ...((yield* tokensExist) ? [] : [statements.createTokensTable])
+      ]
+      if (missing.length === 0) return
       if (yield* inTransaction) {
         return yield* Effect.fail(
-          new LeaseTableInTransactionError({ table: options.table, createTable: statements.createTable.sql })
+          new LeaseTableInTransactionError({ table: options.table, createTable: createTableSql })
         )
       }
-      yield* rows(statements.createTable)
+      yield* Effect.forEach(missing, rows, { discard: true })
     })
 
     const list = Effect.map(rows(statements.list), (r) => r.map(decodeLeaseRow))
 
     return LeaseLock.of({
       table: options.table,
-      createTableSql: statements.createTable.sql,
-      tryAcquire,
+      createTableSql,
+      tryAcquire: (input) => Effect.map(tryAcquireToken(input), Option.isSome),
+      tryAcquireToken,
       renew,
       release,
       ownerOf: (name) => Effect.zipRight(validateLease({ name }), ownerOf(name)),

@@ -2,7 +2,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { decodeEpochMs } from "../../core/lease.ts"
-import { type TableNames, tableNames } from "../../core/tables.ts"
+import { type TableNames, tableNames, tokensTable } from "../../core/tables.ts"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { MigrationStore, SchemaStep } from "../../ports/MigrationStore.ts"
 import { dialectOf } from "./dialects.ts"
@@ -58,10 +58,11 @@ export const makeMigrationStore = (
       tables,
       lock,
       inTransaction,
-      prepare: Effect.zipRight(
+      prepare: Effect.all([
         createIfMissing(tables.migrations, statements.createMigrations),
-        createIfMissing(tables.migrationLocks, statements.createMigrationLocks)
-      ),
+        createIfMissing(tables.migrationLocks, statements.createMigrationLocks),
+        createIfMissing(tokensTable(tables.migrationLocks), statements.createMigrationLockTokens)
+      ], { discard: true }),
       hasMigrationsTable: exists(tables.migrations),
       applied: Effect.map(
         rows(statements.applied),

@@ -6,16 +6,30 @@ import type { LeaseRow } from "../../core/lease.ts"
 import type { ClaimInput, NewJob } from "../../core/model.ts"
 import { RawSql, type SqlList, type Statement, type Syntax } from "./statement.ts"
 
-/** How a dialect takes a lease that may be free, expired or held. */
+/**
+ * How a dialect takes a lease that may be free, expired or held. Every acquisition also bumps
+ * the name's fencing-token counter (the `<table>_tokens` table), atomically with it, so a token is
+ * strictly greater than every earlier token of that name (docs/behaviour.md §2).
+ */
 export type AcquireStrategy =
   /**
-   * One `INSERT … ON CONFLICT DO UPDATE … WHERE expired RETURNING` inserts or takes over; a
-   * row back means we got it (PostgreSQL, SQLite).
+   * One statement inserts or takes over and bumps the counter (PostgreSQL: `INSERT … ON CONFLICT
+   * DO UPDATE … WHERE expired RETURNING` in a data-modifying CTE); a row back means we got it and
+   * carries the new `token`.
+   */
+  | {
+    readonly kind: "upsertWithToken"
+    readonly statement: (table: RawSql, tokens: RawSql, row: LeaseRow) => Statement
+  }
+  /**
+   * `INSERT … ON CONFLICT DO UPDATE … WHERE expired RETURNING`; a row back means we got it, and
+   * `bumpToken` follows in the same transaction (SQLite).
    */
   | { readonly kind: "upsert"; readonly statement: (table: RawSql, row: LeaseRow) => Statement }
   /**
-   * Read first; insert when there is no row, else take over with a guarded UPDATE (MySQL: a
-   * duplicate key fails a plain INSERT without aborting the transaction).
+   * Read first; insert when there is no row, else take over with a guarded UPDATE, then
+   * `bumpToken`, all in one transaction (MySQL: a duplicate key fails a plain INSERT without
+   * aborting the transaction).
    */
   | { readonly kind: "readThenInsert" }
 
@@ -25,12 +39,30 @@ export interface LeaseDialect {
   readonly tableExists: (tableName: string) => Statement
   readonly insert: (table: RawSql, row: LeaseRow) => Statement
   readonly acquire: AcquireStrategy
+  /** The token counter table: `lockname` (primary key) and its last `token` (BIGINT). */
+  readonly createTokensTable: (tokens: RawSql) => Statement
+  /** Adds 1 to a name's counter (from 0 when it has none); the last statement's row holds `token`. */
+  readonly bumpToken: (tokens: RawSql, name: string) => ReadonlyArray<Statement>
+}
+
+/** What a dialect file supplies for a fences table (src/adapters/sql/Fences.ts). */
+export interface FenceDialect {
+  /** `resource` (VARCHAR(255), primary key) and the highest `token` (BIGINT) it has seen. */
+  readonly createTable: (table: RawSql) => Statement
+  /**
+   * Raises the resource's recorded token to `token` unless it is higher (inserting the row at
+   * `token` when there is none) and locks the row until the transaction ends; the last
+   * statement's row holds the recorded `token` afterwards, which equals `token` iff it was not
+   * lower than the highest seen.
+   */
+  readonly record: (table: RawSql, resource: string, token: number) => ReadonlyArray<Statement>
 }
 
 /** Everything that differs between databases, one value per dialect file. */
 export interface Dialect {
   readonly syntax: Syntax
   readonly lease: LeaseDialect
+  readonly fences: FenceDialect
   readonly jobs: JobDialect
   /** Rows a statement changed, from the driver's `.raw` result. */
   readonly affectedRows: (raw: unknown) => number

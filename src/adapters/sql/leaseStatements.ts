@@ -1,5 +1,6 @@
 /** The lease-table statements (docs/behaviour.md §2) shared by every dialect. */
 import type { LeaseRow } from "../../core/lease.ts"
+import { tokensTable } from "../../core/tables.ts"
 import type { LeaseDialect } from "./dialect.ts"
 import { checkIdentifier, RawSql, type Statement, sqlFor, type Syntax } from "./statement.ts"
 
@@ -12,6 +13,14 @@ export interface LeaseStatements {
   readonly insert: (row: LeaseRow) => Statement
   /** The table's name quoted for SQL, for the dialect's own acquire statement. */
   readonly quoted: RawSql
+  /** The fencing-token counter table's name (`<table>_tokens`), and quoted for SQL. */
+  readonly tokensTable: string
+  readonly tokens: RawSql
+  /** The owner of `name` and its current token (null when the counter has no row). */
+  readonly ownerAndToken: (name: string) => Statement
+  /** Adds 1 to `name`'s token counter; the last statement's row holds `token`. */
+  readonly bumpToken: (name: string) => ReadonlyArray<Statement>
+  readonly createTokensTable: Statement
   /** Takes over the lease only where it expired strictly before `now`. */
   readonly takeOver: (row: LeaseRow) => Statement
   readonly renew: (name: string, owner: string, expiresAt: number) => Statement
@@ -28,12 +37,20 @@ export interface LeaseStatements {
 export const leaseStatements = (syntax: Syntax, dialect: LeaseDialect, tableName: string): LeaseStatements => {
   const sql = sqlFor(syntax)
   const t = new RawSql(syntax.quote(checkIdentifier(tableName)))
+  const tokensName = tokensTable(tableName)
+  const k = new RawSql(syntax.quote(tokensName))
   return {
     table: tableName,
     owner: (name) => sql`SELECT lockowner FROM ${t} WHERE lockname = ${name}`,
     read: (name) => sql`SELECT lockname, lockowner, lockhost, acquiredat, expiresat FROM ${t} WHERE lockname = ${name}`,
     insert: (row) => dialect.insert(t, row),
     quoted: t,
+    tokensTable: tokensName,
+    tokens: k,
+    ownerAndToken: (name) =>
+      sql`SELECT l.lockowner, k.token FROM ${t} l LEFT JOIN ${k} k ON k.lockname = l.lockname WHERE l.lockname = ${name}`,
+    bumpToken: (name) => dialect.bumpToken(k, name),
+    createTokensTable: dialect.createTokensTable(k),
     takeOver: (row) =>
       sql`UPDATE ${t} SET lockowner = ${row.owner}, lockhost = ${row.host}, acquiredat = ${row.acquiredAt}, expiresat = ${row.expiresAt} WHERE lockname = ${row.name} AND expiresat < ${row.acquiredAt}`,
     renew: (name, owner, expiresAt) =>

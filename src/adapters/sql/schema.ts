@@ -8,7 +8,7 @@
  * bookkeeping statements it needs (its own tables, which migrations are applied) are here too,
  * so every piece of SQL leasehold sends lives in src/adapters.
  */
-import type { TableNames } from "../../core/tables.ts"
+import { type TableNames, tokensTable } from "../../core/tables.ts"
 import { mysql } from "../mysql/dialect.ts"
 import { mysqlSchema } from "../mysql/schema.ts"
 import { postgres } from "../postgres/dialect.ts"
@@ -130,8 +130,29 @@ export const leanIndexes: Migration = {
   memoryTables: () => []
 }
 
+// ---------------------------------------------------------------------------------------------
+// Migration 4: the job lock table's fencing-token counters.
+//
+// A lease row is deleted on release, so a name's last token is kept in a table of its own, one
+// row per name ever acquired (docs/behaviour.md §2, "Fencing tokens"). The job leases' ensure
+// creates it too, so a worker on a database that has not run this migration still works.
+
+/** The token counter table of a LeaseLock table, as the LeaseLock itself defines it. */
+const tokensTableOf = (dialect: SchemaDialect, table: string): Statement => {
+  const d = dialects[dialect]
+  return leaseStatements(d.syntax, d.lease, table).createTokensTable
+}
+
+/** Migration 4: the fencing-token counters of the job lock table. */
+export const addLeaseTokens: Migration = {
+  id: 4,
+  name: "fencing-token counters of job locks",
+  statements: (dialect, t) => [tokensTableOf(dialect, t.jobLocks)],
+  memoryTables: (t) => [tokensTable(t.jobLocks)]
+}
+
 /** leasehold's migrations, in the order they apply. Append new ones; never edit an applied one. */
-export const migrations: ReadonlyArray<Migration> = [createJobTables, addJobDeadlines, leanIndexes]
+export const migrations: ReadonlyArray<Migration> = [createJobTables, addJobDeadlines, leanIndexes, addLeaseTokens]
 
 // ---------------------------------------------------------------------------------------------
 // Bookkeeping: the runner's own tables, created before it takes the lock.
@@ -142,6 +163,8 @@ export interface BookkeepingStatements {
   readonly createMigrations: Statement
   /** CREATE TABLE IF NOT EXISTS of the migration lock table (the LeaseLock shape). */
   readonly createMigrationLocks: Statement
+  /** CREATE TABLE IF NOT EXISTS of the migration lock's token counters (`<table>_tokens`). */
+  readonly createMigrationLockTokens: Statement
   /** Asks the catalog whether a table exists (a failing probe would abort a PostgreSQL transaction). */
   readonly tableExists: (table: string) => Statement
   /** The applied migrations, by id. */
@@ -157,6 +180,7 @@ export const bookkeepingStatements = (dialect: SchemaDialect, tables: TableNames
   return {
     createMigrations: schemas[dialect].createMigrations(tables),
     createMigrationLocks: leaseTable(dialect, tables.migrationLocks),
+    createMigrationLockTokens: tokensTableOf(dialect, tables.migrationLocks),
     tableExists: (table) => dialects[dialect].lease.tableExists(table),
     applied: sql`SELECT id, name, applied_at FROM ${t} ORDER BY id`,
     record: (row) => sql`INSERT INTO ${t} (id, name, applied_at) VALUES (${row.id}, ${row.name}, ${row.appliedAt})`

@@ -37,7 +37,26 @@ export const sqlite: Dialect = {
       kind: "upsert",
       statement: (t, row) =>
         sql`INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt}) ON CONFLICT (lockname) DO UPDATE SET lockowner = excluded.lockowner, lockhost = excluded.lockhost, acquiredat = excluded.acquiredat, expiresat = excluded.expiresat WHERE expiresat < excluded.acquiredat RETURNING lockowner`
-    }
+    },
+    createTokensTable: (tokens) =>
+      sql`CREATE TABLE IF NOT EXISTS ${tokens} (
+  lockname VARCHAR(100) NOT NULL PRIMARY KEY,
+  token INTEGER NOT NULL
+)`,
+    bumpToken: (tokens, name) => [
+      sql`INSERT INTO ${tokens} (lockname, token) VALUES (${name}, 1) ON CONFLICT (lockname) DO UPDATE SET token = token + 1 RETURNING token`
+    ]
+  },
+  fences: {
+    createTable: (t) =>
+      sql`CREATE TABLE IF NOT EXISTS ${t} (
+  resource VARCHAR(255) NOT NULL PRIMARY KEY,
+  token INTEGER NOT NULL
+)`,
+    // One writer at a time: the transaction holds the database until it ends.
+    record: (t, resource, token) => [
+      sql`INSERT INTO ${t} (resource, token) VALUES (${resource}, ${token}) ON CONFLICT (resource) DO UPDATE SET token = max(token, excluded.token) RETURNING token`
+    ]
   },
   jobs: {
     insert: ({ sql, jobs }, j) =>

@@ -52,13 +52,15 @@ const takeLease = (
       Effect.zipRight(
         // JobLeases remembers a table it has seen (src/adapters/jobLeases.ts): one catalog query per store.
         leases.ensureTable,
-        leases.tryAcquire({ name: leaseName, owner: token, host: o.host, now, expiresAt })
+        leases.tryAcquireToken({ name: leaseName, owner: token, host: o.host, now, expiresAt })
       )
     )
     if (Either.isLeft(acquired)) {
       return Either.left(yield* recordFailure(job, backoff, describe(Cause.fail(acquired.left)), undefined))
     }
-    if (acquired.right) return Either.right({ name: leaseName, owner: token, expiresAt })
+    if (Option.isSome(acquired.right)) {
+      return Either.right({ name: leaseName, owner: token, expiresAt, fencingToken: acquired.right.value })
+    }
     const holder = yield* Effect.orElseSucceed(leases.read(leaseName), () => Option.none())
     const delay = busyDelaySeconds(Option.getOrUndefined(Option.map(holder, (h) => h.expiresAt)), now)
     const retryAt = now + delay * 1000

@@ -141,7 +141,14 @@ export const textArea: BadInputArea = (it) => {
             expect(seen).toMatchObject({ jobId: id, name: type.name })
             if (type.lease.exclusive) {
               const lease = fittedLease("job:", type.name)
-              expect(seen.lease).toEqual(Option.some({ name: lease, owner: seen.claimToken, expiresAt: T0 + WINDOW }))
+              expect(seen.lease).toEqual(
+                Option.some({
+                  name: lease,
+                  owner: seen.claimToken,
+                  expiresAt: T0 + WINDOW,
+                  fencingToken: expect.any(BigInt)
+                })
+              )
               expect(seen.leaseRow).toEqual(
                 Option.some({ name: lease, owner: seen.claimToken, host: "h", acquiredAt: T0, expiresAt: T0 + WINDOW })
               )

@@ -44,11 +44,12 @@ const serverOf = (system: SystemId): "postgres" | "mariadb" | "none" =>
   system === "leasehold-mariadb" ? "mariadb" : system === "leasehold-sqlite" ? "none" : "postgres"
 
 let stopCpu: ReturnType<typeof startCpu> | undefined
-const hooks = (system: SystemId): DrainHooks => ({
+const hooks = (system: SystemId, spec: ChildSpec): DrainHooks => ({
   drainStarting: () => {
     resetPeak()
     stopCpu = startCpu(serverOf(system))
-  }
+  },
+  background: { finished: spec.params.finished ?? 0, future: spec.params.future ?? 0 }
 })
 
 const runSpec = async (spec: ChildSpec): Promise<Record<string, number>> => {
@@ -66,9 +67,18 @@ const runSpec = async (spec: ChildSpec): Promise<Record<string, number>> => {
   const label = `${spec.system} ${spec.scenario}`
   switch (spec.scenario) {
     case "throughput":
+    case "scale5k":
+    case "scale100k":
+    case "bigtable":
+    case "bigfuture":
     case "exclusive": {
-      const f = spec.scenario === "throughput" ? driver.throughput : driver.exclusiveThroughput
-      const r = await need(f, label)(spec.url, param(spec, "jobs"), param(spec, "concurrency"), hooks(spec.system))
+      const f = spec.scenario === "exclusive" ? driver.exclusiveThroughput : driver.throughput
+      const r = await need(f, label)(
+        spec.url,
+        param(spec, "jobs"),
+        param(spec, "concurrency"),
+        hooks(spec.system, spec)
+      )
       return {
         ...stopCpu?.(r.jobs),
         jobs: r.jobs,

@@ -2,6 +2,10 @@
 
 export type ScenarioId =
   | "throughput"
+  | "scale5k"
+  | "scale100k"
+  | "bigtable"
+  | "bigfuture"
   | "exclusive"
   | "hotkey"
   | "latency"

@@ -146,6 +146,57 @@ export const SCENARIOS: ReadonlyArray<ScenarioDef> = [
       }
     ]
   },
+  ...(
+    [
+      ["scale5k", "1b", "Throughput, a smaller queue", { jobs: 5_000, concurrency: 10 }, {
+        jobs: 1_000,
+        concurrency: 10
+      }],
+      ["scale100k", "1c", "Throughput, a larger queue", { jobs: 100_000, concurrency: 10 }, {
+        jobs: 10_000,
+        concurrency: 10
+      }],
+      ["bigtable", "1d", "Throughput beside 1,000,000 finished jobs kept in the table", {
+        jobs: 20_000,
+        concurrency: 10,
+        finished: 1_000_000
+      }, { jobs: 2_000, concurrency: 10, finished: 100_000 }],
+      ["bigfuture", "1e", "Throughput beside 1,000,000 pending jobs due in a day", {
+        jobs: 20_000,
+        concurrency: 10,
+        future: 1_000_000
+      }, { jobs: 2_000, concurrency: 10, future: 100_000 }]
+    ] as const
+  ).map(([id, n, what, full, quick]): ScenarioDef => ({
+    id,
+    num: n,
+    title: (p) => `${what}: ${int(get(p, "jobs"))} pre-enqueued no-op jobs, concurrency ${get(p, "concurrency")}`,
+    full,
+    quick,
+    systems: [
+      { id: "leasehold-pg" },
+      {
+        id: "graphile-worker",
+        note: id === "bigtable" ? "finished = permanently failed (it deletes completed jobs)" : "concurrency 10"
+      }
+    ],
+    primary: "jobsPerSec",
+    show: (m) => `${int(get(m, "jobsPerSec"))} jobs/s (${ms(get(m, "ms"))}); ${cpu(m)}`,
+    ratios: (["leasehold-pg", "graphile-worker"] as const).flatMap((system): ReadonlyArray<RatioDef> => [
+      {
+        label: `${SYSTEMS[system].label}: ${n} ÷ 1 (20,000 jobs, empty table), jobs/s`,
+        num: [id, system, "jobsPerSec"],
+        den: ["throughput", system, "jobsPerSec"]
+      },
+      ...(id === "scale100k"
+        ? [{
+          label: `${SYSTEMS[system].label}: 100,000 jobs ÷ 5,000 jobs, jobs/s`,
+          num: ["scale100k", system, "jobsPerSec"] as const,
+          den: ["scale5k", system, "jobsPerSec"] as const
+        }]
+        : [])
+    ])
+  })),
   {
     id: "exclusive",
     num: "2",

@@ -31,6 +31,7 @@ import {
 import pg from "pg"
 import { CROSS_GAP_MS, CROSS_WARMUP, epochNow } from "../protocol.ts"
 import type {
+  Background,
   CrossLatencyResult,
   DrainHooks,
   DrainResult,
@@ -133,13 +134,44 @@ const drain = async (
 
 const DRAIN_TIMEOUT_MS = 10 * 60_000
 
+/**
+ * The background rows of scenarios 1d and 1e: `finished` jobs that stay in the table (graphile
+ * deletes completed jobs, so these are permanently failed: attempts = max_attempts) and `future`
+ * jobs due in a day, added through add_jobs, then VACUUM ANALYZE.
+ */
+const insertBackground = async (url: string, background: Background | undefined): Promise<void> => {
+  if (background === undefined || background.finished + background.future === 0) return
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    const add = (n: number, runAt: string) =>
+      client.query(
+        `SELECT count(*) FROM graphile_worker.add_jobs(ARRAY(
+           SELECT ROW('noop', '{}'::json, NULL::text, ${runAt}, NULL::int, NULL::text, NULL::int, NULL::text[])::graphile_worker.job_spec
+           FROM generate_series(1, $1::int) AS g))`,
+        [n]
+      )
+    if (background.finished > 0) {
+      await add(background.finished, "now() - interval '1 minute'")
+      await client.query(
+        "UPDATE graphile_worker._private_jobs SET attempts = max_attempts, last_error = 'failed for good'"
+      )
+    }
+    if (background.future > 0) await add(background.future, "now() + interval '1 day'")
+    await client.query("VACUUM ANALYZE graphile_worker._private_jobs")
+  } finally {
+    await client.end()
+  }
+}
+
 const throughputWith =
   (queue: (n: number) => string | null) =>
   async (url: string, n: number, concurrency: number, hooks: DrainHooks): Promise<DrainResult> => {
     await runMigrations({ connectionString: url, logger })
+    await insertBackground(url, hooks.background)
     await addJobsInBulk(url, "noop", n, queue(n))
     const ms = await drain(url, n, concurrency, { noop: async () => {} }, DRAIN_TIMEOUT_MS, { hooks })
-    const left = await remainingJobs(url)
+    const left = (await remainingJobs(url)) - (hooks.background?.finished ?? 0) - (hooks.background?.future ?? 0)
     if (left !== 0) throw new Error(`graphile-worker: ${left} jobs left after the drain`)
     return { jobs: n, ms }
   }

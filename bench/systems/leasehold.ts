@@ -46,6 +46,7 @@ import * as Worker from "../../src/runtime/Worker.ts"
 import { countingLayer, sqlLayer, StatementCount } from "../lib/sql.ts"
 import { CROSS_GAP_MS, CROSS_WARMUP, epochNow, isPending, LEASEHOLD_PENDING } from "../protocol.ts"
 import type {
+  Background,
   CrossLatencyResult,
   DrainHooks,
   DrainResult,
@@ -131,10 +132,37 @@ const drainWith = (n: number, config: Worker.WorkerConfig) =>
     return { start, end }
   })
 
+/**
+ * The background rows of scenarios 1d and 1e, inserted by one statement each straight into the
+ * jobs table (PostgreSQL): `finished` completed jobs and `future` pending jobs due in a day.
+ */
+const insertBackground = (background: Background | undefined) =>
+  Effect.gen(function*() {
+    if (background === undefined || background.finished + background.future === 0) return
+    const sql = yield* SqlClient.SqlClient
+    const jobs = (yield* JobStore).tables.jobs
+    const now = Date.now()
+    const rows = (n: number, prefix: string, status: string, runAt: number, completedAt: number | null) =>
+      n === 0 ? Effect.void : sql.unsafe(
+        `INSERT INTO "${jobs}" (id, name, queue, payload, priority, status, attempts, max_retries, unique_key, run_at, completed_at, created_at, updated_at)
+         SELECT '${prefix}' || g, 'noop', 'default', '{"i":0}', 0, '${status}', ${status === "completed" ? 1 : 0}, 3,
+                '${prefix}' || g, ${runAt}, ${completedAt ?? "NULL"}, ${now - 60_000}, ${now - 60_000}
+         FROM generate_series(1, ${n}) AS g`
+      )
+    yield* sql.onDialectOrElse({
+      pg: () => Effect.void,
+      orElse: () => Effect.dieMessage("background rows are inserted on PostgreSQL only")
+    })
+    yield* rows(background.finished, "done-", "completed", now - 60_000, now - 30_000)
+    yield* rows(background.future, "later-", "pending", now + 86_400_000, null)
+    yield* sql.unsafe(`VACUUM ANALYZE "${jobs}"`)
+  })
+
 export const throughput = (url: string, n: number, concurrency: number, hooks: DrainHooks): Promise<DrainResult> =>
   run(
     url,
     Effect.gen(function*() {
+      yield* insertBackground(hooks.background)
       yield* enqueueMany(n, (i) => enqueue(Noop, { i }))
       hooks.drainStarting()
       const { start, end } = yield* drainWith(n, { concurrency, pollInterval: "50 millis", host: "bench" })

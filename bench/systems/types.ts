@@ -8,10 +8,23 @@
  * `bench/lib/sql.ts`, `sqlLayer(url)`); the database is empty.
  */
 
+/**
+ * Rows a throughput drain starts beside (scenarios 1d and 1e): `finished` jobs kept in the table
+ * (leasehold: completed; graphile-worker, which deletes completed jobs: permanently failed), and
+ * `future` pending jobs due a day later. Inserted in bulk, then VACUUM ANALYZE, before the
+ * drain's own jobs are enqueued.
+ */
+export interface Background {
+  readonly finished: number
+  readonly future: number
+}
+
 /** Passed to throughput drivers: call `drainStarting` after enqueueing, right before the workers start. */
 export interface DrainHooks {
   /** Marks the start of the timed phase; resets the peak-RSS high-water mark. */
   readonly drainStarting: () => void
+  /** Rows to insert before the drain's jobs (PostgreSQL only); none when absent. */
+  readonly background?: Background
 }
 
 /** A drain of pre-enqueued jobs: how many, and the milliseconds from worker start to the last one completed. */

@@ -64,7 +64,15 @@ module.exports = {
       severity: "error",
       comment: "src/index.ts, src/testing.ts, src/JobStore.ts and src/LeaseLock.ts are the package entry points: they may import any layer "
         + "except src/cli (the CLI is an application on top of the library, not part of its API).",
-      from: { path: "^src/(index|testing|JobStore|LeaseLock|postgres|mysql|sqlite)\\.ts$" },
+      from: { path: "^src/(index|testing|JobStore|LeaseLock|postgres|mysql|sqlite|dashboard)\\.ts$" },
+      to: { path: "^src/cli/" }
+    },
+    {
+      name: "dashboard-imports-no-cli",
+      severity: "error",
+      comment: "src/dashboard (the web dashboard, beside src/cli on top of the runtime) may import any layer "
+        + "but src/cli: an app mounts it without the command line.",
+      from: { path: "^src/dashboard/" },
       to: { path: "^src/cli/" }
     },
     {

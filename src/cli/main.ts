@@ -27,6 +27,7 @@ import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
+import { dashboard } from "./commands/dashboard.ts"
 import { enqueue } from "./commands/enqueue.ts"
 import { drain, resume, status } from "./commands/hosts.ts"
 import { jobs, jobsSubcommands } from "./commands/jobs.ts"
@@ -54,13 +55,14 @@ const TREE: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
   [nameOf(migrate), migrateSubcommands.map(nameOf)],
   [nameOf(drain), []],
   [nameOf(resume), []],
-  [nameOf(status), []]
+  [nameOf(status), []],
+  [nameOf(dashboard), []]
 ]
 
 /** The whole command tree. */
 export const leasehold = Command.make("leasehold").pipe(
   Command.withDescription("durable background jobs with fenced leases, in your own SQL database"),
-  Command.withSubcommands([worker, enqueue, jobs, leases, migrate, drain, resume, status])
+  Command.withSubcommands([worker, enqueue, jobs, leases, migrate, drain, resume, status, dashboard])
 )
 
 /**

@@ -1,4 +1,4 @@
-/** Host rules (docs/behaviour.md §9): whether a host is draining. */
+/** Host rules (docs/behaviour.md §9): whether a host is draining, whether it is gone. */
 
 /** The drain fields of a hosts row. */
 export interface DrainFields {
@@ -13,3 +13,14 @@ export interface DrainFields {
  */
 export const isDraining = (host: DrainFields, now: number): boolean =>
   host.draining && (host.drainExpiresAt === null || host.drainExpiresAt > now)
+
+/**
+ * How long a host may go unseen before it counts as gone. A long-running worker refreshes its
+ * row at every reap (every 15 s by default; src/runtime/worker/options.ts), so 5 minutes is
+ * twenty missed refreshes, not a slow one.
+ */
+export const GONE_AFTER_MS = 5 * 60_000
+
+/** Whether a host last seen at `lastSeenAt` is gone at `now` (not seen for `GONE_AFTER_MS`). */
+export const isGone = (host: { readonly lastSeenAt: number }, now: number): boolean =>
+  now - host.lastSeenAt > GONE_AFTER_MS

@@ -8,6 +8,7 @@ import { badInputConformance } from "../conformance/badInput/index.ts"
 import { exclusiveConformance } from "../conformance/exclusive.ts"
 import { fencingConformance } from "../conformance/fencing.ts"
 import { handBackConformance } from "../conformance/handBack.ts"
+import { insightsConformance } from "../conformance/insights.ts"
 import { jobConformance } from "../conformance/jobs.ts"
 import { leaseLockConformance } from "../conformance/leaseLock.ts"
 import { migrationConformance } from "../conformance/migrations.ts"
@@ -16,6 +17,7 @@ import { workerConformance } from "../conformance/worker.ts"
 
 leaseLockConformance("galera")
 jobConformance("galera")
+insightsConformance("galera")
 exclusiveConformance("galera")
 fencingConformance("galera")
 workerConformance("galera")

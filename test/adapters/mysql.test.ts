@@ -3,6 +3,7 @@ import { badInputConformance } from "../conformance/badInput/index.ts"
 import { exclusiveConformance } from "../conformance/exclusive.ts"
 import { fencingConformance } from "../conformance/fencing.ts"
 import { handBackConformance } from "../conformance/handBack.ts"
+import { insightsConformance } from "../conformance/insights.ts"
 import { jobConformance } from "../conformance/jobs.ts"
 import { leaseLockConformance } from "../conformance/leaseLock.ts"
 import { migrationConformance } from "../conformance/migrations.ts"
@@ -11,6 +12,7 @@ import { workerConformance } from "../conformance/worker.ts"
 
 leaseLockConformance("mysql")
 jobConformance("mysql")
+insightsConformance("mysql")
 exclusiveConformance("mysql")
 fencingConformance("mysql")
 workerConformance("mysql")

@@ -20,7 +20,10 @@ import * as LeaseLock from "../../src/LeaseLock.ts"
 import * as JobStoreModule from "../../src/JobStore.ts"
 import type { JobLeases, JobStore } from "../../src/JobStore.ts"
 import { makeMemoryDatabase, MemoryDatabase, type MemoryDatabaseApi } from "../../src/adapters/memory/database.ts"
+import { memoryJobInsightsLayer } from "../../src/adapters/memory/JobInsights.ts"
 import { memoryJobStoreLayer } from "../../src/adapters/memory/JobStore.ts"
+import * as SqlJobInsights from "../../src/adapters/sql/JobInsights.ts"
+import type { JobInsights } from "../../src/ports/JobInsights.ts"
 import { clusterClientLayer, nodeUrls } from "../../src/adapters/mysql/cluster.ts"
 import { makeMemoryFences } from "../../src/adapters/memory/Fences.ts"
 import { makeMemoryLeaseLock } from "../../src/adapters/memory/LeaseLock.ts"
@@ -56,6 +59,8 @@ export interface TestDatabaseApi {
   readonly dropTable: (table: string) => Effect.Effect<void>
   /** The JobStore and JobLeases for a table prefix on this adapter (tables not created). */
   readonly storeLayer: (prefix: string) => Layer.Layer<JobStore | JobLeases>
+  /** The JobInsights (the dashboard's reads) for a table prefix on this adapter (tables not created). */
+  readonly insightsLayer: (prefix: string) => Layer.Layer<JobInsights>
   /** A migrator on this adapter. */
   readonly migrator: (options: Migrator.MigratorOptions) => Effect.Effect<Migrator.MigratorApi>
   /** One migrator per options entry, whose calls go out on separate connections (or clients). */
@@ -149,6 +154,7 @@ const sqlDatabase = (adapter: AdapterName, label: string) =>
       migrate,
       dropTable: (table) => Effect.orDie(sql.unsafe(`DROP TABLE IF EXISTS ${quote(table)}`)),
       storeLayer: (p) => Layer.provide(JobStoreModule.layer({ prefix: p }), Layer.succeed(SqlClient.SqlClient, sql)),
+      insightsLayer: (p) => Layer.provide(SqlJobInsights.layer({ prefix: p }), Layer.succeed(SqlClient.SqlClient, sql)),
       migrator,
       // One pool: concurrent runs take separate connections from it.
       migratorsApart: (options) => Effect.forEach(options, migrator),
@@ -243,6 +249,7 @@ export const memoryLayer = (label: string) =>
             return next
           }),
         storeLayer: (p) => Layer.provide(memoryJobStoreLayer({ prefix: p }), Layer.succeed(MemoryDatabase, db)),
+        insightsLayer: (p) => Layer.provide(memoryJobInsightsLayer({ prefix: p }), Layer.succeed(MemoryDatabase, db)),
         migrator: (options) => Effect.succeed(Migrator.makeMemory(db, options)),
         migratorsApart: (options) => Effect.succeed(options.map((o) => Migrator.makeMemory(db, o))),
         tableExists: (table) => Effect.orDie(Effect.flatMap(leaseLock(table), (lock) => lock.tableExists)),

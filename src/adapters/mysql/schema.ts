@@ -6,7 +6,7 @@
  * CREATE TABLE, which then stays one idempotent statement. utf8mb4_bin: keys compare exactly.
  */
 import type { TableNames } from "../../core/tables.ts"
-import { addColumnUnless, type DialectSchema, quotedTables } from "../sql/schemaNames.ts"
+import { addColumnUnless, type DialectSchema, indexName, quotedTables } from "../sql/schemaNames.ts"
 import type { SchemaStep } from "../../ports/MigrationStore.ts"
 import { type Statement, sqlFor } from "../sql/statement.ts"
 import { mysql } from "./dialect.ts"
@@ -83,5 +83,16 @@ export const mysqlSchema: DialectSchema = {
   createMigrations,
   addColumn,
   bigint: "BIGINT",
-  leanIndexes: () => []
+  leanIndexes: () => [],
+  // No CREATE INDEX IF NOT EXISTS on MySQL either: the catalog says whether the index is there.
+  createdIndex: (t) => {
+    const q = quotedTables(syntax, t)
+    return {
+      unless:
+        my`SELECT 1 FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = ${t.jobs} AND index_name = ${
+          indexName(t.jobs, "created")
+        }`,
+      then: my`CREATE INDEX ${q.createdIndex} ON ${q.jobs} (created_at, id)`
+    }
+  }
 }

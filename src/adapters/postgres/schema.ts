@@ -73,5 +73,9 @@ export const postgresSchema: DialectSchema = {
   createMigrations,
   addColumn,
   bigint: "BIGINT",
-  leanIndexes: (t) => partialIndexSteps(syntax, t)
+  leanIndexes: (t) => partialIndexSteps(syntax, t),
+  createdIndex: (t) => {
+    const q = quotedTables(syntax, t)
+    return pg`CREATE INDEX IF NOT EXISTS ${q.createdIndex} ON ${q.jobs} (created_at, id)`
+  }
 }

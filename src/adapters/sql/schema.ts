@@ -151,8 +151,28 @@ export const addLeaseTokens: Migration = {
   memoryTables: (t) => [tokensTable(t.jobLocks)]
 }
 
+// ---------------------------------------------------------------------------------------------
+// Migration 5: the dashboard's jobs page, newest first, by keyset (src/adapters/sql/JobInsights.ts).
+//
+// The page reads `ORDER BY created_at DESC, id DESC` from a cursor `(created_at, id)`; without
+// this index each page would sort the whole table (or the rows of its status) to return 50.
+
+/** Migration 5: an index on `(created_at, id)` for browsing jobs newest first. */
+export const browseIndex: Migration = {
+  id: 5,
+  name: "index for browsing jobs newest first",
+  statements: (dialect, t) => [schemas[dialect].createdIndex(t)],
+  memoryTables: () => []
+}
+
 /** leasehold's migrations, in the order they apply. Append new ones; never edit an applied one. */
-export const migrations: ReadonlyArray<Migration> = [createJobTables, addJobDeadlines, leanIndexes, addLeaseTokens]
+export const migrations: ReadonlyArray<Migration> = [
+  createJobTables,
+  addJobDeadlines,
+  leanIndexes,
+  addLeaseTokens,
+  browseIndex
+]
 
 // ---------------------------------------------------------------------------------------------
 // Bookkeeping: the runner's own tables, created before it takes the lock.

@@ -38,7 +38,9 @@ export const quotedTables = (syntax: Syntax, t: TableNames) => {
     readyIndex: q(indexName(t.jobs, "ready")),
     completedIndex: q(indexName(t.jobs, "completed_at")),
     staleIndex: q(indexName(t.jobs, "stale_at")),
-    undatedIndex: q(indexName(t.jobs, "undated"))
+    undatedIndex: q(indexName(t.jobs, "undated")),
+    // Migration 5's (./schema.ts).
+    createdIndex: q(indexName(t.jobs, "created"))
   }
 }
 
@@ -89,4 +91,6 @@ export interface DialectSchema {
   readonly bigint: string
   /** Migration 3: indexes no statement on one job's row can walk through (none on MySQL). */
   readonly leanIndexes: (t: TableNames) => ReadonlyArray<SchemaStep>
+  /** Migration 5: the jobs table's `(created_at, id)` index, unless it is there already. */
+  readonly createdIndex: (t: TableNames) => SchemaStep
 }

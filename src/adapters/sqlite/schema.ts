@@ -80,5 +80,9 @@ export const sqliteSchema: DialectSchema = {
   createMigrations,
   addColumn,
   bigint: "INTEGER",
-  leanIndexes: (t) => partialIndexSteps(syntax, t)
+  leanIndexes: (t) => partialIndexSteps(syntax, t),
+  createdIndex: (t) => {
+    const q = quotedTables(syntax, t)
+    return lite`CREATE INDEX IF NOT EXISTS ${q.createdIndex} ON ${q.jobs} (created_at, id)`
+  }
 }

@@ -1,0 +1,195 @@
+/**
+ * The dashboard in a real browser: Debian's chromium driven by playwright-core (no browser
+ * download; .ci/run installs the package). On SQLite and on PostgreSQL it opens every page of a
+ * seeded dashboard (test/support/dashboard.ts), checks that hostile data stayed text (no dialog,
+ * no element but ours), pages through the jobs by keyset, filters them, and retries a dead job by
+ * clicking, after which the job shows pending. The PostgreSQL run writes a screenshot of each page
+ * to docs/img/ (the README shows them); the seeded data and the clock are fixed, so they only
+ * change when the pages do.
+ */
+import { Effect, Option } from "effect"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { type BrowserContext, chromium, type Page } from "playwright-core"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { clientLayerForUrl } from "../src/adapters/clients.ts"
+import { JobStore } from "../src/JobStore.ts"
+import { DEAD_ID, NOW, SEEDED_JOBS, type SeededDashboard, startSeeded, XSS, XSS_ID } from "./support/dashboard.ts"
+import { PG_URL, uniquePrefix } from "./support/urls.ts"
+
+const IMG = join(import.meta.dirname, "..", "docs", "img")
+const TOKEN = "s3cret-token"
+const profile = mkdtempSync(join(tmpdir(), "leasehold-chromium-"))
+const sqliteDir = mkdtempSync(join(tmpdir(), "leasehold-dash-"))
+let browser: BrowserContext
+
+beforeAll(async () => {
+  browser = await chromium.launchPersistentContext(profile, {
+    executablePath: "/usr/bin/chromium",
+    headless: true,
+    viewport: { width: 1200, height: 900 },
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync"
+    ]
+  })
+})
+
+afterAll(async () => {
+  await browser?.close()
+  rmSync(profile, { recursive: true, force: true })
+  rmSync(sqliteDir, { recursive: true, force: true })
+})
+
+/** A page that fails the test on any dialog (an escaped `<script>` never opens one) or script error. */
+const open = async (url: string): Promise<{ page: Page; problems: Array<string> }> => {
+  const page = await browser.newPage()
+  const problems: Array<string> = []
+  page.on("dialog", (d) => {
+    problems.push(`dialog: ${d.message()}`)
+    void d.dismiss()
+  })
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`))
+  await page.goto(url)
+  return { page, problems }
+}
+
+/** Nothing of the hostile data became an element: our one script, no images. */
+const onlyOurMarkup = async (page: Page) => {
+  expect(await page.locator("script").count()).toBe(1)
+  expect(await page.locator("img").count()).toBe(0)
+}
+
+const DATABASES = [
+  { name: "sqlite", url: () => join(sqliteDir, "dash.db"), screenshots: false },
+  { name: "postgres", url: () => PG_URL, screenshots: true }
+] as const
+
+describe.each(DATABASES)("the dashboard on $name", { timeout: 90_000 }, (database) => {
+  const prefix = uniquePrefix("dash")
+  let dash: SeededDashboard
+  const shot = async (page: Page, name: string) => {
+    const png = await page.screenshot({ fullPage: true })
+    expect(png.length).toBeGreaterThan(1000)
+    if (database.screenshots) writeFileSync(join(IMG, `dashboard-${name}.png`), png)
+  }
+
+  beforeAll(async () => {
+    dash = await startSeeded(clientLayerForUrl(database.url()), prefix, TOKEN)
+  }, 60_000)
+  afterAll(async () => {
+    if (database.name === "postgres" && dash !== undefined) {
+      await dash.runtime.runPromise(Effect.gen(function*() {
+        const sql = yield* (yield* Effect.promise(() => import("@effect/sql"))).SqlClient.SqlClient
+        for (const t of ["jobs", "hosts", "job_locks", "migration_locks", "migrations"]) {
+          yield* sql.unsafe(`DROP TABLE IF EXISTS "${prefix}${t}"`)
+        }
+      }) as Effect.Effect<void, unknown, never>)
+    }
+    await dash?.close()
+  })
+
+  it("overview: counts per queue and status, the last hour as a chart, the oldest due job", async () => {
+    const { page, problems } = await open(`${dash.url}/`)
+    await expect.poll(() => page.locator("h1").textContent()).toBe("Overview")
+    const stats = await page.locator("dl.stats").textContent()
+    expect(stats).toContain("oldest due job waiting")
+    // The oldest due pending job became due 6 × 45 s = 4.5 min before NOW.
+    expect(stats).toContain("5m")
+    expect(await page.locator("figure.chart rect.bar-completed").count()).toBeGreaterThan(40)
+    expect(await page.locator("figure.chart rect.bar-failed").count()).toBeGreaterThan(3)
+    expect(await page.locator("table").textContent()).toContain(XSS.queue)
+    await onlyOurMarkup(page)
+    await shot(page, "overview")
+    // Live refresh: the script swaps in a fresh <main> without a reload.
+    await expect.poll(() => page.locator("main").getAttribute("data-refreshed"), { timeout: 12_000 }).not.toBeNull()
+    expect(await page.locator("h1").textContent()).toBe("Overview")
+    expect(problems).toEqual([])
+    await page.close()
+  })
+
+  it("jobs: newest first, 50 a page by keyset, filtered by status", async () => {
+    const { page, problems } = await open(`${dash.url}/jobs`)
+    const ids = async () => page.locator("tbody tr td:first-child a").allTextContents()
+    const first = await ids()
+    expect(first).toHaveLength(50)
+    expect(first[0]).toBe(XSS_ID)
+    expect(await page.locator("tbody").textContent()).toContain(XSS.type)
+    await onlyOurMarkup(page)
+    await shot(page, "jobs")
+    await page.getByRole("link", { name: "Older »" }).click()
+    await expect.poll(() => page.url()).toContain("after=")
+    const second = await ids()
+    expect(second).toHaveLength(SEEDED_JOBS - 50)
+    expect(second.filter((id) => first.includes(id))).toEqual([])
+    expect(await page.getByRole("link", { name: "Older »" }).count()).toBe(0)
+    await page.selectOption("select[name=status]", "failed")
+    await page.getByRole("button", { name: "Filter" }).click()
+    await expect.poll(() => page.url()).toContain("status=failed")
+    const statuses = await page.locator("tbody .status").allTextContents()
+    expect(statuses.length).toBe(8)
+    expect(new Set(statuses)).toEqual(new Set(["failed"]))
+    expect(problems).toEqual([])
+    await page.close()
+  })
+
+  it("job: hostile payload, key, type and error are shown as text", async () => {
+    const { page, problems } = await open(`${dash.url}/jobs/${XSS_ID}`)
+    expect(await page.locator("pre.payload").textContent()).toContain(JSON.stringify(XSS.payload).slice(1, -1))
+    expect(await page.locator("pre.payload").textContent()).toContain(JSON.stringify(XSS.key).slice(1, -1))
+    expect(await page.locator("pre.error").textContent()).toBe(XSS.error)
+    expect(await page.locator("dl.fields").textContent()).toContain(XSS.type)
+    await onlyOurMarkup(page)
+    expect(problems).toEqual([])
+    await page.close()
+  })
+
+  it("leases and hosts: holders, expiry, drains and gone hosts", async () => {
+    const leases = await open(`${dash.url}/leases`)
+    const rows = await leases.page.locator("tbody tr").allTextContents()
+    expect(rows).toHaveLength(2)
+    expect(rows.find((r) => r.startsWith("NightlyReport"))).toContain("in 80s")
+    expect(rows.find((r) => r.startsWith(XSS.lease))).toContain("expired")
+    await onlyOurMarkup(leases.page)
+    await shot(leases.page, "leases")
+    expect(leases.problems).toEqual([])
+    await leases.page.close()
+
+    const hosts = await open(`${dash.url}/hosts`)
+    const text = await hosts.page.locator("tbody").textContent()
+    expect(text).toContain(XSS.host)
+    expect(await hosts.page.locator(".gone").count()).toBe(1)
+    expect(await hosts.page.locator("tbody tr").count()).toBe(4)
+    await onlyOurMarkup(hosts.page)
+    await shot(hosts.page, "hosts")
+    expect(hosts.problems).toEqual([])
+    await hosts.page.close()
+  })
+
+  it("retrying a dead job by clicking puts it back to pending", async () => {
+    const { page, problems } = await open(`${dash.url}/jobs/${DEAD_ID}`)
+    expect(await page.locator("dl.fields .status").textContent()).toBe("failed")
+    await shot(page, "job")
+    // Without the token the server refuses, and nothing changes.
+    await page.getByRole("button", { name: "Retry" }).click()
+    await expect.poll(() => page.locator("#flash").textContent()).toContain("valid token")
+    expect(await page.locator("dl.fields .status").textContent()).toBe("failed")
+    await page.fill("#token-form input[name=token]", TOKEN)
+    await page.getByRole("button", { name: "Use token" }).click()
+    await page.getByRole("button", { name: "Retry" }).click()
+    await expect.poll(() => page.locator("#flash").textContent()).toBe(`job ${DEAD_ID} is pending again`)
+    await expect.poll(() => page.locator("dl.fields .status").textContent()).toBe("pending")
+    expect(await page.getByRole("button", { name: "Retry" }).count()).toBe(0)
+    const row = await dash.runtime.runPromise(Effect.flatMap(JobStore, (s) => s.get(DEAD_ID)))
+    expect(Option.map(row, (r) => [r.status, r.attempts, r.runAt])).toEqual(Option.some(["pending", 0, NOW]))
+    expect(problems).toEqual([])
+    await page.close()
+  })
+})

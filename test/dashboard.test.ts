@@ -1,0 +1,189 @@
+/**
+ * The dashboard without a browser (the browser test is test/dashboard-browser.test.ts): the
+ * escaping tag, the token rule for actions, bad input, mounting under a path (Express's
+ * `req.baseUrl`), and `leasehold dashboard` serving until it is interrupted.
+ */
+import { Effect, Layer, ManagedRuntime } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { memoryDatabaseLayer } from "../src/adapters/memory/database.ts"
+import { memoryJobInsightsLayer } from "../src/adapters/memory/JobInsights.ts"
+import { memoryJobStoreLayer } from "../src/adapters/memory/JobStore.ts"
+import { runInProcess } from "../src/cli/main.ts"
+import { type DashboardRequest, handle, nodeHandler } from "../src/dashboard.ts"
+import { escapeHtml, html } from "../src/dashboard/html.ts"
+import { JobStore } from "../src/JobStore.ts"
+import * as Migrator from "../src/runtime/migrate.ts"
+import { MemoryDatabase } from "../src/adapters/memory/database.ts"
+import { DEAD_ID, fixedClock, seed, XSS } from "./support/dashboard.ts"
+import { Clock } from "effect"
+
+const services = Layer.mergeAll(memoryJobStoreLayer(), memoryJobInsightsLayer()).pipe(
+  Layer.provideMerge(memoryDatabaseLayer)
+)
+const runtime = ManagedRuntime.make(Layer.merge(services, Layer.setClock(fixedClock(Clock.make()))))
+
+beforeAll(async () => {
+  await runtime.runPromise(Effect.flatMap(MemoryDatabase, (db) => Migrator.makeMemory(db).run))
+  await runtime.runPromise(seed)
+})
+afterAll(() => runtime.dispose())
+
+const request = (method: string, url: string, headers: Record<string, string> = {}): DashboardRequest => ({
+  method,
+  url,
+  header: (name) => headers[name]
+})
+const serve = (req: DashboardRequest, token?: string) => runtime.runPromise(handle({ base: "", token })(req))
+
+describe("html", () => {
+  it("escapes every interpolated value, in text and in attributes, and keeps its own markup", () => {
+    expect(escapeHtml(`<a href="x" onclick='y'>&</a>`)).toBe(
+      "&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;"
+    )
+    const inner = html`<b>${XSS.payload}</b>`
+    expect(html`<p title="${XSS.key}">${inner}${[XSS.lease, 1]}${null}${false}</p>`.text).toBe(
+      `<p title="&quot;&gt;&lt;script&gt;alert(&quot;key&quot;)&lt;/script&gt;"><b>&lt;script&gt;alert(&quot;payload&quot;)&lt;/script&gt;</b>&lt;script&gt;alert(&quot;lease&quot;)&lt;/script&gt;1</p>`
+    )
+  })
+})
+
+describe("the handler", () => {
+  it("renders every page with hostile data as text only, under a strict content security policy", async () => {
+    for (
+      const path of ["/", "/jobs", "/jobs?status=failed", `/jobs/${encodeURIComponent(DEAD_ID)}`, "/leases", "/hosts"]
+    ) {
+      const res = await serve(request("GET", path), "t")
+      expect(res.status, path).toBe(200)
+      expect(res.headers["content-security-policy"]).toContain("script-src 'self'")
+      // Our own script tag, and nothing else that is one.
+      expect(res.body.match(/<script/g), path).toHaveLength(1)
+      expect(res.body).not.toContain("<img")
+    }
+    const jobs = await serve(request("GET", "/jobs"))
+    expect(jobs.body).toContain(escapeHtml(XSS.type))
+    expect(jobs.body).toContain(escapeHtml(XSS.queue))
+  })
+
+  it("answers a live refresh with the <main> content alone", async () => {
+    const res = await serve(request("GET", "/", { "x-leasehold-fragment": "main" }))
+    expect(res.body.startsWith("<h1>Overview</h1>")).toBe(true)
+    expect(res.body).not.toContain("<html")
+  })
+
+  it("refuses a bad filter or cursor with a 400 page, and an unknown path or job with a 404", async () => {
+    const bad = await serve(request("GET", "/jobs?status=<b>dead</b>"))
+    expect(bad.status).toBe(400)
+    expect(bad.body).toContain(
+      "status: expected one of pending, processing, completed, failed, interrupted, got &quot;&lt;b&gt;dead&lt;/b&gt;&quot;"
+    )
+    expect((await serve(request("GET", "/jobs?after=yesterday"))).status).toBe(400)
+    expect((await serve(request("GET", "/nowhere"))).status).toBe(404)
+    expect((await serve(request("GET", "/jobs/no-such-job"))).status).toBe(404)
+  })
+
+  it("takes actions only by POST with the configured token; read-only without one", async () => {
+    const retry = `/jobs/${DEAD_ID}/retry`
+    const status = () =>
+      runtime.runPromise(
+        Effect.flatMap(JobStore, (s) => Effect.map(s.get(DEAD_ID), (r) => r._tag === "Some" ? r.value.status : "none"))
+      )
+    // Read-only: no buttons, no token field, and every action is refused.
+    const page = await serve(request("GET", retry.replace("/retry", "")))
+    expect(page.body).not.toContain("data-action")
+    expect(page.body).toContain("read-only")
+    expect(await serve(request("POST", retry, { "x-leasehold-token": "anything" }))).toMatchObject({ status: 403 })
+    // With a token: a wrong or missing one is refused; GET never acts.
+    expect((await serve(request("GET", retry), "t")).status).toBe(404)
+    expect((await serve(request("POST", retry), "t")).status).toBe(401)
+    expect((await serve(request("POST", retry, { "x-leasehold-token": "wrong" }), "t")).status).toBe(401)
+    expect((await serve(request("PUT", retry, { "x-leasehold-token": "t" }), "t")).status).toBe(405)
+    expect(await status()).toBe("failed")
+    const ok = await serve(request("POST", retry, { "x-leasehold-token": "t" }), "t")
+    expect(ok.status).toBe(200)
+    expect(JSON.parse(ok.body)).toEqual({ message: `job ${DEAD_ID} is pending again` })
+    expect(await status()).toBe("pending")
+    // Twice is a conflict: it is no longer dead.
+    expect((await serve(request("POST", retry, { "x-leasehold-token": "t" }), "t")).status).toBe(409)
+  })
+
+  it("drains and resumes a host, and clears an expired lease but not a live one", async () => {
+    const post = (path: string) => serve(request("POST", path, { "x-leasehold-token": "t" }), "t")
+    const host = (name: string) => runtime.runPromise(Effect.flatMap(JobStore, (s) => s.getHost(name)))
+    expect((await post("/hosts/worker-a/drain")).status).toBe(200)
+    expect(await host("worker-a")).toMatchObject({ value: { draining: true, drainExpiresAt: null } })
+    expect((await post("/hosts/worker-a/resume")).status).toBe(200)
+    expect(await host("worker-a")).toMatchObject({ value: { draining: false } })
+    expect(await post("/leases/NightlyReport/clear")).toMatchObject({ status: 409 })
+    expect((await post(`/leases/${encodeURIComponent(XSS.lease)}/clear`)).status).toBe(200)
+    expect(await post(`/leases/${encodeURIComponent(XSS.lease)}/clear`)).toMatchObject({ status: 404 })
+  })
+})
+
+describe("mounted on a node:http server", () => {
+  it("links under the mount path (Express's req.baseUrl) and reports its own time", async () => {
+    const handler = nodeHandler(await runtime.runtime())
+    // What Express does for app.use("/admin/jobs", handler): strip the mount path, set baseUrl.
+    const server = createServer((req, res) => {
+      if (!req.url!.startsWith("/admin/jobs")) return void res.writeHead(404).end()
+      Object.assign(req, { baseUrl: "/admin/jobs", url: req.url!.slice("/admin/jobs".length) || "/" })
+      handler(req, res)
+    })
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    try {
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/admin/jobs`
+      const res = await fetch(`${base}/leases`)
+      expect(res.status).toBe(200)
+      expect(res.headers.get("server-timing")).toMatch(/^app;dur=\d+\.\d\d$/)
+      const body = await res.text()
+      expect(body).toContain(`href="/admin/jobs/assets/dashboard.css"`)
+      expect(body).toContain(`href="/admin/jobs/hosts"`)
+      expect((await fetch(`${base}/assets/dashboard.js`)).headers.get("content-type")).toContain("javascript")
+    } finally {
+      server.close()
+    }
+  })
+})
+
+describe("leasehold dashboard", () => {
+  const dir = mkdtempSync(join(tmpdir(), "leasehold-dash-cli-"))
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+  it("serves the dashboard until interrupted, then exits 0", { timeout: 60_000 }, async () => {
+    const db = join(dir, "cli.db")
+    const env = { ...process.env, LEASEHOLD_DATABASE_URL: db, NO_COLOR: "1" }
+    expect((await runInProcess(["migrate"], { env })).code).toBe(0)
+    // A free port, then the dashboard on it.
+    const probe = createServer()
+    await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve))
+    const port = (probe.address() as AddressInfo).port
+    await new Promise((resolve) => probe.close(resolve))
+    const stop = new AbortController()
+    const running = runInProcess(["dashboard", "--port", String(port)], { env, signal: stop.signal })
+    try {
+      let res: Response | undefined
+      for (let i = 0; i < 200 && res === undefined; i++) {
+        res = await fetch(`http://127.0.0.1:${port}/`).catch(() => undefined)
+        if (res === undefined) await new Promise((r) => setTimeout(r, 50))
+      }
+      expect(res?.status).toBe(200)
+      expect(await res!.text()).toContain("No jobs yet.")
+      expect((await fetch(`http://127.0.0.1:${port}/jobs/x/retry`, { method: "POST" })).status).toBe(403)
+    } finally {
+      stop.abort()
+    }
+    const result = await running
+    expect(result.code).toBe(0)
+    expect(result.stdout).toBe(`leasehold dashboard on http://127.0.0.1:${port} (read-only); Ctrl-C to stop\n`)
+  })
+
+  it("refuses a missing SQLite file, like the other read commands", async () => {
+    const result = await runInProcess(["dashboard", "--database-url", join(dir, "missing.db")])
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain("does not exist")
+  })
+})

@@ -36,7 +36,7 @@
  * before returning (the child process exits right after).
  */
 import { SqlClient } from "@effect/sql"
-import { Deferred, Duration, Effect, Layer, Ref, Schema, type Scope } from "effect"
+import { Deferred, Duration, Effect, Layer, Logger, LogLevel, Ref, Schema, type Scope } from "effect"
 import { performance } from "node:perf_hooks"
 import { JobStore } from "../../src/JobStore.ts"
 import { define, enqueue, type AnyJobType } from "../../src/runtime/Job.ts"
@@ -101,7 +101,9 @@ const run = <A>(
     Effect.scoped(Effect.gen(function*() {
       yield* (yield* Migrator.make()).run
       return yield* program
-    })).pipe(Effect.provide(services)) as Effect.Effect<A, unknown, never>
+      // Warnings only, as the peers log: each attempt's info line (src/runtime/worker/observe.ts)
+      // would be console output in the measured drain.
+    })).pipe(Effect.provide(services), Logger.withMinimumLogLevel(LogLevel.Warning)) as Effect.Effect<A, unknown, never>
   )
 }
 

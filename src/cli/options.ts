@@ -140,7 +140,7 @@ export const common = { databaseUrl, prefix, json }
 export const workerCommon = {
   databaseUrl,
   prefix,
-  json: flag("json", "Write log lines as JSON objects (one a line, on stderr) instead of logfmt.")
+  json: flag("json", "Write log lines as JSON objects (one a line, on stderr): the same as --log-format json.")
 }
 
 /** The values of `common`. */

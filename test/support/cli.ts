@@ -603,6 +603,7 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
           "--older-than: not a duration: \"soon\" (try \"30 seconds\", \"7 days\")"
         ],
         [["worker", "--concurrency", "0"], "--concurrency: must be at least 1, got 0"],
+        [["worker", "--log-format", "xml"], "--log-format: expected one of logfmt, json, pretty, got 'xml'"],
         [["worker", "--host-cap", "x"], "--host-cap: expected a whole number, got 'x'"],
         [["worker", "--poll-interval", "0"], "--poll-interval: must be above zero: \"0\""],
         [["enqueue", "Greet", "--priority", "high"], "--priority: expected a whole number, got 'high'"],
@@ -756,6 +757,44 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
         const loud = await work([], (stderr) => /hello loud|Ctrl-C to stop/.test(stderr))
         expect(loud).toMatch(/level=INFO/)
         expect(loud).toContain("Ctrl-C to stop")
+      }
+    )
+
+    onlyWhere(target.name === "sqlite")(
+      "worker --log-format: a line per finished attempt with its duration, as logfmt, JSON or pretty",
+      async () => {
+        const lineOf = async (format: string) => {
+          const greeted = await json("enqueue", "Greet", JSON.stringify({ name: `by ${format}` }))
+          const stop = new AbortController()
+          let stderr = ""
+          const running = run(
+            ["worker", "--prefix", target.prefix, "--poll-interval", "100 millis", "--log-format", format],
+            { signal: stop.signal, onStderr: (text) => void (stderr += text) }
+          )
+          for (let i = 0; i < 100 && !stderr.includes("attempt completed in"); i++) await sleep(100)
+          stop.abort()
+          expect((await running).code).toBe(0)
+          expect(await statusOf(greeted.id)).toBe("completed")
+          return stderr.split("\n").find((l) => l.includes("attempt completed in"))!
+        }
+        const logfmt = await lineOf("logfmt")
+        expect(logfmt).toMatch(/level=INFO .*message="attempt completed in \d+ ms"/)
+        for (
+          const pair of [
+            / jobName=Greet( |$)/,
+            / queue=default( |$)/,
+            / outcome=completed( |$)/,
+            / durationMs=\d+( |$)/
+          ]
+        ) {
+          expect(logfmt).toMatch(pair)
+        }
+        const parsed = JSON.parse(await lineOf("json")) as { logLevel: string; annotations: Record<string, unknown> }
+        expect(parsed).toMatchObject({
+          logLevel: "INFO",
+          annotations: { jobName: "Greet", queue: "default", outcome: "completed", durationMs: expect.any(Number) }
+        })
+        expect(await lineOf("pretty")).toMatch(/INFO .*attempt completed in \d+ ms/)
       }
     )
 

@@ -14,7 +14,7 @@ import * as Migrator from "../../runtime/migrate.ts"
 import * as Worker from "../../runtime/Worker.ts"
 import { workerDatabaseLayer } from "../database.ts"
 import { loadJobs } from "../jobModule.ts"
-import { jsonLogger, textLogger } from "../logging.ts"
+import { type LogFormat, textLogger, workerLogger } from "../logging.ts"
 import type { Common } from "../options.ts"
 
 /** The values of `worker`. */
@@ -26,6 +26,7 @@ export interface WorkerConfig extends Common {
   readonly hostCap: number
   readonly pollInterval: number
   readonly gracePeriod: number
+  readonly logFormat: Option.Option<LogFormat>
   readonly metricsPort: Option.Option<number>
   readonly metricsHost: string
 }
@@ -34,10 +35,12 @@ export interface WorkerConfig extends Common {
  * Migrates, then works the queues. The database is waited for if it is down at start-up
  * (`workerDatabaseLayer`); an interrupt closes the worker's scope, so running attempts get
  * the grace period to finish (docs/behaviour.md §9). Logs at info and above unless
- * `--log-level` says otherwise (src/cli/main.ts), as logfmt or, with `--json`, JSON lines.
+ * `--log-level` says otherwise (src/cli/main.ts), one line per finished attempt among them, as
+ * `--log-format` says (logfmt; JSON lines with `--json`).
  */
-export const worker = (c: WorkerConfig) =>
-  Effect.gen(function*() {
+export const worker = (c: WorkerConfig) => {
+  const format = Option.getOrElse(c.logFormat, (): LogFormat => (c.json ? "json" : "logfmt"))
+  return Effect.gen(function*() {
     const types = yield* loadJobs(c.jobs)
     const services = Layer.mergeAll(SqlJobStore.layer({ prefix: c.prefix }), jobsLayer(...types) as Layer.Layer<Jobs>)
     const names = types.map((t) => t.name).join(", ")
@@ -56,9 +59,9 @@ export const worker = (c: WorkerConfig) =>
         const { port } = yield* Metrics.serve({ port: c.metricsPort.value, host: c.metricsHost })
         yield* Effect.logInfo(`metrics at http://${c.metricsHost}:${port}/metrics`)
       }
-      // The banner is an info line: a JSON log line with --json, and quiet below info.
+      // The banner is an info line: a JSON log line in JSON, and quiet below info.
       const level = yield* FiberRef.get(FiberRef.currentMinimumLogLevel)
-      yield* c.json
+      yield* format === "json"
         ? Effect.logInfo("worker started").pipe(Effect.annotateLogs({ host: handle.host, jobs: names }))
         : LogLevel.greaterThan(level, LogLevel.Info)
         ? Effect.void
@@ -68,4 +71,5 @@ export const worker = (c: WorkerConfig) =>
     return yield* Effect.scoped(program).pipe(
       Effect.provide(services.pipe(Layer.provideMerge(workerDatabaseLayer(c.databaseUrl))))
     )
-  }).pipe(c.json ? Effect.provide(Logger.replace(textLogger, jsonLogger)) : (self) => self)
+  }).pipe(format === "logfmt" ? (self) => self : Effect.provide(Logger.replace(textLogger, workerLogger(format))))
+}

@@ -34,6 +34,12 @@ export const worker = Command.make(
       positive: true,
       default: "1 second"
     }),
+    logFormat: opt.choice(
+      "log-format",
+      ["logfmt", "json", "pretty"],
+      "How log lines (on stderr) are written: logfmt, JSON objects, or pretty for people. Default: logfmt, " +
+        "or json with --json."
+    ).pipe(Options.optional),
     metricsPort: opt.integer(
       "metrics-port",
       1,

@@ -1,21 +1,53 @@
 /**
  * What every finished attempt reports beyond its result, in one place for every entry point
  * (processNext, processQueue, tick and the long-running worker): its outcome and duration in the
- * metrics (src/runtime/metrics.ts).
+ * metrics (src/runtime/metrics.ts), and one log line at info.
  */
-import { Clock, Effect } from "effect"
+import { Clock, Effect, FiberRef, LogLevel } from "effect"
 import type { JobRow } from "../../core/model.ts"
 import { recordAttempt } from "../metrics.ts"
 import type { ProcessResult } from "./results.ts"
 
-/** Runs one attempt of `job` and records how it ended and how long it took. */
+/** What the finished-attempt line says happened. */
+const outcomeOf = (result: ProcessResult): string => {
+  switch (result._tag) {
+    case "Completed":
+      return "completed"
+    case "Failed":
+      return result.willRetry ? "failed, will retry" : "failed, dead"
+    case "Fenced":
+      return "fenced"
+    case "Deferred":
+      return "deferred, lease busy"
+    default:
+      return result._tag
+  }
+}
+
+// The line is built only when info is logged at all: a worker quieted to warnings pays a
+// FiberRef read per attempt, not a message and its annotations.
+const logFinished = (result: ProcessResult, ms: number, queue: string) =>
+  FiberRef.getWith(FiberRef.currentMinimumLogLevel, (minimum) => {
+    if (LogLevel.greaterThan(minimum, LogLevel.Info)) return Effect.void
+    const outcome = outcomeOf(result)
+    const lost = "leaseLost" in result && result.leaseLost
+    return Effect.logInfo(`attempt ${outcome} in ${ms} ms${lost ? " (its lease was lost)" : ""}`).pipe(
+      Effect.annotateLogs({ queue, outcome, durationMs: ms })
+    )
+  })
+
+/** Runs one attempt of `job`, then records how it ended and how long it took, and logs it. */
 export const observeAttempt = <E, R>(
-  _job: JobRow,
+  job: JobRow,
   attempt: Effect.Effect<ProcessResult, E, R>
 ): Effect.Effect<ProcessResult, E, R> =>
   Effect.flatMap(
     Clock.currentTimeMillis,
     (started) =>
       Effect.tap(attempt, (result) =>
-        Effect.map(Clock.currentTimeMillis, (ended) => recordAttempt(result, ended - started)))
+        Effect.flatMap(Clock.currentTimeMillis, (ended) => {
+          const ms = ended - started
+          recordAttempt(result, ms)
+          return logFinished(result, ms, job.queue)
+        }))
   )

@@ -99,10 +99,12 @@ export const recordSuccess = (job: JobRow, lease: string | undefined) =>
           ? ProcessResult.Completed({ job: jobRef(job), leaseLost: false })
           : ProcessResult.Fenced({ job: jobRef(job), leaseLost: false })
     )
-    if (result._tag === "Completed") yield* Effect.logDebug("completed")
-    else {yield* Effect.logWarning(
+    // A completed attempt is logged with its duration where every attempt is (./observe.ts).
+    if (result._tag === "Fenced") {
+      yield* Effect.logWarning(
         "attempt fenced: it finished, but its claim had been reaped and re-claimed; nothing recorded"
-      )}
+      )
+    }
     return result
   })
 

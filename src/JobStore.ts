@@ -3,7 +3,7 @@
  * Tags, its interface, and the SQL and in-memory layers. Most apps never touch it directly:
  * `Leasehold.layer` builds it; read it to list or inspect jobs.
  */
-export { JobLeases, JobStore, type JobStoreApi } from "./ports/JobStore.ts"
+export { type InsertResult, JobLeases, JobStore, type JobStoreApi } from "./ports/JobStore.ts"
 export { layer, make } from "./adapters/sql/JobStore.ts"
 export { makeMemoryJobStore, memoryJobStoreLayer } from "./adapters/memory/JobStore.ts"
 export type * from "./core/model.ts"

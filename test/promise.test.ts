@@ -159,6 +159,38 @@ describe.each(targets)("Promise API on $name", (target) => {
     }
   })
 
+  it(
+    "enqueueMany writes many jobs, reports taken keys, joins a transaction, and rejects a bad payload writing nothing",
+    {
+      timeout: 60_000
+    },
+    async () => {
+      const Item = defineJob({ name: "Item", schema: Schema.Struct({ sku: Schema.String }), perform: () => undefined })
+      const { lh, done } = await target.open([Item])
+      try {
+        await lh.migrate()
+        const items = Array.from({ length: 1_500 }, (_, i) => ({ sku: `sku-${i % 1_400}` }))
+        const bad = await lh.enqueueMany(Item, [...items, { sku: 7 } as unknown as { sku: string }]).catch((
+          e: unknown
+        ) => e)
+        expect(bad).toMatchObject({ name: "PayloadError", jobName: "Item" })
+        expect(await lh.listJobs()).toEqual([])
+        const result = await lh.enqueueMany(Item, items, { uniqueKey: (p) => p.sku, queue: "stock" })
+        expect(result.inserted).toBe(1_400)
+        expect(result.duplicates).toHaveLength(100)
+        expect(result.duplicates[0]).toEqual({ index: 1_400, uniqueKey: "sku-0", id: result.jobs[0]!.id })
+        const rolledBack = await lh.transaction(async (tx) => {
+          await tx.enqueueMany(Item, [{ sku: "tx-1" }, { sku: "tx-2" }], { uniqueKey: (p) => p.sku })
+          throw new Error("undo")
+        }).catch((e: unknown) => e)
+        expect(rolledBack).toMatchObject({ message: "undo" })
+        expect(await lh.listJobs({ limit: 10_000 })).toHaveLength(1_400)
+      } finally {
+        await done()
+      }
+    }
+  )
+
   it("a transaction commits the app's SQL and its enqueues together, or neither", { timeout: 60_000 }, async () => {
     const Note = defineJob<{ readonly text: string }>({ name: "Note", perform: () => undefined })
     const { lh, prefix, param, done } = await target.open([Note])

@@ -20,6 +20,8 @@ export interface JobRow {
   readonly claimToken: string | null
   readonly claimedBy: string | null
   readonly uniqueKey: string
+  /** How long `uniqueKey` stays taken (migration 6; rows written before it: "purged"). */
+  readonly uniqueUntil: UniqueUntil
   /** The lease a deferred job waits for, so a release can hand off to it. */
   readonly leaseName: string | null
   readonly heartbeatAt: number | null
@@ -41,6 +43,16 @@ export interface JobRow {
   readonly updatedAt: number
 }
 
+/**
+ * How long a job's unique key stays taken: until its row is purged (the default), or only until
+ * the job is finished (any status but pending and processing), after which a new enqueue with
+ * the key takes it (src/core/transitions.ts `keyFreed`).
+ */
+export type UniqueUntil = "purged" | "finished"
+
+/** Every unique-key scope, the default first. */
+export const UNIQUE_UNTIL: ReadonlyArray<UniqueUntil> = ["purged", "finished"]
+
 /** A job row to insert. `uniqueKey` is the job's own id when the caller gave none. */
 export interface NewJob {
   readonly id: string
@@ -51,6 +63,8 @@ export interface NewJob {
   readonly maxRetries: number
   readonly claimTimeout: number
   readonly uniqueKey: string
+  /** Default "purged". */
+  readonly uniqueUntil?: UniqueUntil | undefined
   readonly runAt: number
   readonly now: number
 }

@@ -6,7 +6,7 @@
  */
 import type { ReapDecision } from "./jobs.ts"
 import { giveBackAttempt, leaseWindowMs } from "./lease.ts"
-import type { ClaimInput, JobRow, NewJob, Outcome } from "./model.ts"
+import type { ClaimInput, JobRow, NewJob, Outcome, UniqueUntil } from "./model.ts"
 
 /** `last_error` of a row the reaper sent back to pending. */
 export const REAPED_RETRY = "reaped: no sign of life within its grace (worker gone or stuck); retrying"
@@ -27,6 +27,7 @@ export const newJobRow = (job: NewJob): JobRow => ({
   claimToken: null,
   claimedBy: null,
   uniqueKey: job.uniqueKey,
+  uniqueUntil: job.uniqueUntil ?? "purged",
   leaseName: null,
   heartbeatAt: null,
   graceMs: leaseWindowMs(job.claimTimeout),
@@ -38,6 +39,18 @@ export const newJobRow = (job: NewJob): JobRow => ({
   createdAt: job.now,
   updatedAt: job.now
 })
+
+/**
+ * Whether the job holding a unique key has let it go: its key was taken only until it finished
+ * (`uniqueUntil: "finished"`), and it has (completed, dead, or any other status but pending and
+ * processing). A new enqueue with the key then frees it (`applyFreeKey`) and inserts. Keys are
+ * freed when next wanted, not when the job ends, so no path that ends a job has to know of them.
+ */
+export const keyFreed = (holder: { readonly status: string; readonly uniqueUntil: UniqueUntil }): boolean =>
+  holder.uniqueUntil === "finished" && holder.status !== "pending" && holder.status !== "processing"
+
+/** A finished job's row once its key is freed: its key is its own id, as if enqueued without one. */
+export const applyFreeKey = (row: JobRow): JobRow => ({ ...row, uniqueKey: row.id })
 
 /** Whether `row` may be claimed at `now` by a worker of `queues` (all queues when undefined). */
 export const isDue = (row: JobRow, now: number, queues: ReadonlyArray<string> | undefined): boolean =>

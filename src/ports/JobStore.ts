@@ -35,13 +35,28 @@ export interface IdleProbe {
   readonly read: (input: ClaimInput) => Effect.Effect<string | null, SqlError>
 }
 
+/** What inserting one job did: its id, or the id of the job already holding its unique key. */
+export interface InsertResult {
+  readonly id: string
+  readonly duplicate: boolean
+}
+
 /** The job-table operations. Guarded writes return whether a row changed (false = fenced). */
 export interface JobStoreApi {
   readonly tables: TableNames
   /** The idle probe of this database, if it needs one (src/runtime/worker/doorbell.ts sends it). */
   readonly idleProbe: Option.Option<IdleProbe>
-  /** Inserts the job, or finds the existing one with the same unique key. */
-  readonly insert: (job: NewJob) => Effect.Effect<{ readonly id: string; readonly duplicate: boolean }, SqlError>
+  /**
+   * Inserts the job, or finds the existing one with the same unique key. A key held by a
+   * finished job only until it finished (src/core/transitions.ts `keyFreed`) is freed and taken.
+   */
+  readonly insert: (job: NewJob) => Effect.Effect<InsertResult, SqlError>
+  /**
+   * Inserts many jobs, unique keys settled per row as `insert` does (a key taken by an earlier
+   * row of the same call is a duplicate of it), in one transaction — the caller's when there is
+   * one — with one INSERT per chunk of rows. One result per job, in order.
+   */
+  readonly insertMany: (jobs: ReadonlyArray<NewJob>) => Effect.Effect<ReadonlyArray<InsertResult>, SqlError>
   /** Claims the first due job it can win (priority DESC, run_at ASC), atomically. */
   readonly claim: (input: ClaimInput) => Effect.Effect<ClaimResult, SqlError>
   /**

@@ -20,7 +20,8 @@ import { EnqueueInputError, type Fenced, JobDefinitionError, PayloadError } from
 import { parseDurationMillis } from "../core/duration.ts"
 import { keyProblem, textProblem } from "../core/input.ts"
 import { leaseInputProblem, leaseNameFor, type LeaseOptions, MAX_LEASE_HOST_LENGTH } from "../core/lease.ts"
-import { JobStore } from "../ports/JobStore.ts"
+import { type InsertResult, JobStore, type JobStoreApi } from "../ports/JobStore.ts"
+import { type NewJob, UNIQUE_UNTIL, type UniqueUntil } from "../core/model.ts"
 import type { SqlError } from "@effect/sql/SqlError"
 
 /** What a job type may declare besides its name, schema and perform. */
@@ -233,8 +234,14 @@ export interface EnqueueOptions {
   readonly runAt?: number | undefined
   /** Due after this long, ≥ 0 (ignored when runAt is given). */
   readonly delay?: Duration.DurationInput | undefined
-  /** At most one job with this key, whatever its status, until purged (≤ 255 characters). */
+  /** At most one job with this key, whatever its status, until purged (≤ 255 characters); see `uniqueUntil`. */
   readonly uniqueKey?: string | undefined
+  /**
+   * How long the unique key stays taken: until the job is purged ("purged", the default), or
+   * until it is finished ("finished": once it completed or died, a new enqueue with the key
+   * takes it).
+   */
+  readonly uniqueUntil?: UniqueUntil | undefined
 }
 
 /** What enqueue did. */
@@ -242,6 +249,31 @@ export interface EnqueueResult {
   readonly id: string
   readonly status: "pending" | "duplicate"
   readonly duplicate: boolean
+}
+
+/** Options of `enqueueMany`: those of `enqueue`, for every job, with a unique key per payload. */
+export interface EnqueueManyOptions<A> extends Omit<EnqueueOptions, "uniqueKey"> {
+  /** The unique key of each job, from its payload and its index (none when undefined). */
+  readonly uniqueKey?: ((payload: A, index: number) => string | undefined) | undefined
+}
+
+/** A payload of `enqueueMany` whose unique key was taken. */
+export interface EnqueueDuplicate {
+  /** Its index in the payloads. */
+  readonly index: number
+  readonly uniqueKey: string
+  /** The id of the job holding the key (an earlier payload's own, when two shared a key). */
+  readonly id: string
+}
+
+/** What enqueueMany did. */
+export interface EnqueueManyResult {
+  /** One per payload, in order. */
+  readonly jobs: ReadonlyArray<EnqueueResult>
+  /** How many jobs were written. */
+  readonly inserted: number
+  /** The payloads whose unique key was taken, in order. */
+  readonly duplicates: ReadonlyArray<EnqueueDuplicate>
 }
 
 const inputError = (field: string, reason: string) => Effect.fail(new EnqueueInputError({ field, reason }))
@@ -252,19 +284,17 @@ class NonJsonNumber {
 }
 
 /**
- * Enqueues a job. The payload is validated and encoded with the type's Schema, and must decode
- * again from the JSON that is stored (NaN, for one, cannot: JSON has no form for it); a bad
- * payload fails with `PayloadError`, a bad option (or a concurrency key the lock table cannot
- * hold) with `EnqueueInputError`, and nothing is written. Inside `sql.withTransaction` the insert
- * joins the caller's transaction. A taken unique key returns the existing job's id.
+ * One job checked and turned into a row to insert, at `now`: the payload validated and encoded
+ * with the type's Schema (it must decode again from the JSON that is stored), every option and
+ * the lease it will take checked. Writes nothing.
  */
-export const enqueue = <A, I, R>(
+const prepare = <A, I, R>(
   type: JobType<string, A, I, R>,
   payload: A,
-  options: EnqueueOptions = {}
-): Effect.Effect<EnqueueResult, PayloadError | EnqueueInputError | SqlError, JobStore> =>
+  options: EnqueueOptions,
+  now: number
+): Effect.Effect<NewJob, PayloadError | EnqueueInputError> =>
   Effect.gen(function*() {
-    const store = yield* JobStore
     const payloadError = (reason: string) => new PayloadError({ jobName: type.name, reason })
     const encoded = yield* Schema.encode(type.schema)(payload).pipe(
       Effect.mapError((e) => payloadError(ParseResult.TreeFormatter.formatErrorSync(e)))
@@ -314,6 +344,10 @@ export const enqueue = <A, I, R>(
       const text = keyProblem(value)
       if (text !== undefined) return yield* inputError(field, text)
     }
+    const uniqueUntil = options.uniqueUntil ?? "purged"
+    if (!UNIQUE_UNTIL.includes(uniqueUntil)) {
+      return yield* inputError("uniqueUntil", `must be "purged" or "finished", got ${String(uniqueUntil)}`)
+    }
     // The lease the job will take: a key the lock table cannot hold would fail every attempt.
     const leaseName = yield* Effect.try({
       try: () => leaseNameFor(type.name, type.lease, stored),
@@ -322,7 +356,6 @@ export const enqueue = <A, I, R>(
     const leaseProblem = leaseName === undefined ? undefined : leaseInputProblem("name", leaseName)
     if (leaseProblem !== undefined) return yield* inputError("concurrencyKey", leaseProblem)
 
-    const now = yield* Clock.currentTimeMillis
     let runAt = now
     if (options.runAt !== undefined) {
       if (!Number.isSafeInteger(options.runAt) || options.runAt < 0) {
@@ -336,7 +369,7 @@ export const enqueue = <A, I, R>(
       if (!Number.isSafeInteger(runAt)) return yield* inputError("delay", `is too large: ${String(options.delay)}`)
     }
     const id = randomUUID()
-    const result = yield* store.insert({
+    return {
       id,
       name: type.name,
       queue,
@@ -345,14 +378,102 @@ export const enqueue = <A, I, R>(
       maxRetries: type.maxRetries,
       claimTimeout: type.timeoutSeconds,
       uniqueKey: options.uniqueKey ?? id,
+      uniqueUntil,
       runAt,
       now
-    })
-    // Wake this process's idle workers now. Inside a transaction the row is not visible until
-    // the commit, so the ring would find nothing: there the poll (or, on PostgreSQL, the NOTIFY
-    // sent on commit) wakes them.
-    if (!result.duplicate && runAt <= now && !(yield* inTransaction)) yield* LocalWakeups.ring(store.tables.channel)
-    return { id: result.id, status: result.duplicate ? "duplicate" : "pending", duplicate: result.duplicate } as const
+    }
+  })
+
+/**
+ * Wakes this process's idle workers when a job is due now. Inside a transaction the rows are
+ * not visible until the commit, so the ring would find nothing: there the poll (or, on
+ * PostgreSQL, the NOTIFY sent on commit) wakes them.
+ */
+const ringIfDue = (store: JobStoreApi, inserted: ReadonlyArray<NewJob>, now: number) =>
+  Effect.gen(function*() {
+    if (inserted.some((j) => j.runAt <= now) && !(yield* inTransaction)) yield* LocalWakeups.ring(store.tables.channel)
+  })
+
+const asResult = (r: InsertResult): EnqueueResult => ({
+  id: r.id,
+  status: r.duplicate ? "duplicate" : "pending",
+  duplicate: r.duplicate
+})
+
+/**
+ * Enqueues a job. The payload is validated and encoded with the type's Schema, and must decode
+ * again from the JSON that is stored (NaN, for one, cannot: JSON has no form for it); a bad
+ * payload fails with `PayloadError`, a bad option (or a concurrency key the lock table cannot
+ * hold) with `EnqueueInputError`, and nothing is written. Inside `sql.withTransaction` the insert
+ * joins the caller's transaction. A taken unique key returns the existing job's id.
+ */
+export const enqueue = <A, I, R>(
+  type: JobType<string, A, I, R>,
+  payload: A,
+  options: EnqueueOptions = {}
+): Effect.Effect<EnqueueResult, PayloadError | EnqueueInputError | SqlError, JobStore> =>
+  Effect.gen(function*() {
+    const store = yield* JobStore
+    const now = yield* Clock.currentTimeMillis
+    const job = yield* prepare(type, payload, options, now)
+    const result = yield* store.insert(job)
+    if (!result.duplicate) yield* ringIfDue(store, [job], now)
+    return asResult(result)
+  })
+
+/**
+ * Enqueues one job per payload, as `enqueue` would, in one transaction (the caller's inside
+ * `sql.withTransaction`) with one INSERT per 1,000 jobs. Every payload and option is checked
+ * first: one bad payload fails the call with `PayloadError` (its reason names the index) or
+ * `EnqueueInputError`, and nothing is written. Unique keys are honoured per job: a payload
+ * whose key is taken — by an existing job, or by an earlier payload of the same call — writes
+ * nothing and is reported in `duplicates` with the holder's id.
+ */
+export const enqueueMany = <A, I, R>(
+  type: JobType<string, A, I, R>,
+  payloads: Iterable<A>,
+  options: EnqueueManyOptions<A> = {}
+): Effect.Effect<EnqueueManyResult, PayloadError | EnqueueInputError | SqlError, JobStore> =>
+  Effect.gen(function*() {
+    const store = yield* JobStore
+    const now = yield* Clock.currentTimeMillis
+    if (payloads === null || typeof payloads !== "object" || !(Symbol.iterator in payloads)) {
+      return yield* inputError("payloads", "must be an array (or another iterable) of payloads")
+    }
+    const keyOf = options.uniqueKey
+    if (keyOf !== undefined && typeof keyOf !== "function") {
+      return yield* inputError("uniqueKey", "must be a function of the payload and its index")
+    }
+    const at = (index: number) => `payloads[${index}]: `
+    const jobs = yield* Effect.forEach(Array.from(payloads), (payload, index) =>
+      Effect.gen(function*() {
+        const uniqueKey = keyOf === undefined ? undefined : yield* Effect.try({
+          try: () => keyOf(payload, index),
+          catch: (e) =>
+            new EnqueueInputError({ field: "uniqueKey", reason: `${at(index)}the function threw: ${String(e)}` })
+        })
+        return yield* prepare(type, payload, { ...options, uniqueKey }, now).pipe(
+          // Options shared by every payload fail the same way for each: only a payload's own
+          // problems name it.
+          Effect.mapError((e) =>
+            e._tag === "PayloadError"
+              ? new PayloadError({ jobName: e.jobName, reason: at(index) + e.reason })
+              : e.field === "uniqueKey" || e.field === "concurrencyKey"
+              ? new EnqueueInputError({ field: e.field, reason: at(index) + e.reason })
+              : e
+          )
+        )
+      }))
+    const results = yield* store.insertMany(jobs)
+    const written = jobs.filter((_, i) => !results[i]!.duplicate)
+    yield* ringIfDue(store, written, now)
+    return {
+      jobs: results.map(asResult),
+      inserted: written.length,
+      duplicates: results.flatMap((r, index) =>
+        r.duplicate ? [{ index, uniqueKey: jobs[index]!.uniqueKey, id: r.id }] : []
+      )
+    }
   })
 
 /** The default host name: this machine's name and process id, fitted to the hosts table. */

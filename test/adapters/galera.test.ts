@@ -5,6 +5,7 @@
  * skipped.
  */
 import { badInputConformance } from "../conformance/badInput/index.ts"
+import { enqueueConformance } from "../conformance/enqueue.ts"
 import { exclusiveConformance } from "../conformance/exclusive.ts"
 import { fencingConformance } from "../conformance/fencing.ts"
 import { handBackConformance } from "../conformance/handBack.ts"
@@ -18,6 +19,7 @@ import { workerConformance } from "../conformance/worker.ts"
 leaseLockConformance("galera")
 jobConformance("galera")
 insightsConformance("galera")
+enqueueConformance("galera")
 exclusiveConformance("galera")
 fencingConformance("galera")
 workerConformance("galera")

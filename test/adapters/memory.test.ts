@@ -1,5 +1,6 @@
 /** Every conformance suite, run on the memory adapter. */
 import { badInputConformance } from "../conformance/badInput/index.ts"
+import { enqueueConformance } from "../conformance/enqueue.ts"
 import { exclusiveConformance } from "../conformance/exclusive.ts"
 import { fencingConformance } from "../conformance/fencing.ts"
 import { handBackConformance } from "../conformance/handBack.ts"
@@ -13,6 +14,7 @@ import { workerConformance } from "../conformance/worker.ts"
 leaseLockConformance("memory")
 jobConformance("memory")
 insightsConformance("memory")
+enqueueConformance("memory")
 exclusiveConformance("memory")
 fencingConformance("memory")
 workerConformance("memory")

@@ -271,6 +271,46 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
       expect((await cli("jobs", "list")).stdout).toMatch(/id\s+name\s+queue\s+status/)
     })
 
+    it("enqueue --many: a JSON array, lines of JSON or stdin; taken keys listed; bad input writes nothing", async () => {
+      const prefix = `${target.prefix}many_`
+      const many = (...args: Array<string>) => run([...args, "--prefix", prefix])
+      expect((await many("migrate")).code).toBe(0)
+      const array = join(dir, `${target.name}-many.json`)
+      writeFileSync(array, JSON.stringify([{ name: "a" }, { name: "b" }, { name: "a" }]))
+      const first = await parsed(
+        many("enqueue", "Greet", "--many", array, "--unique-key-field", "name", "--unique-until", "finished", "--json")
+      )
+      expect(first).toMatchObject({ inserted: 2, duplicates: [{ index: 2, uniqueKey: "a", id: first.jobs[0].id }] })
+      expect(first.jobs).toHaveLength(3)
+      const lines = join(dir, `${target.name}-many.ndjson`)
+      writeFileSync(lines, "{\"name\":\"b\"}\n\n{\"name\":\"c\"}\n")
+      const text = await many("enqueue", "Greet", "--many", lines, "--unique-key-field", "name")
+      expect(text).toMatchObject({ code: 0, stderr: "" })
+      expect(text.stdout).toBe(`1 pending, 1 duplicate\nduplicate payloads[0] b ${first.jobs[1].id}\n`)
+      // stdin, through the binary
+      const piped = await new Promise<Result>((resolve) => {
+        const child = execFile(
+          process.execPath,
+          [BIN, "enqueue", "Greet", "--many", "-", "--prefix", prefix, "--json"],
+          { env, encoding: "utf8", timeout: 60_000 },
+          (error, stdout, stderr) => resolve({ code: error === null ? 0 : 1, stdout, stderr })
+        )
+        child.stdin?.end("{\"name\":\"d\"}\n{\"name\":\"e\"}\n")
+      })
+      expect(piped).toMatchObject({ code: 0, stderr: "" })
+      expect(JSON.parse(piped.stdout)).toMatchObject({ inserted: 2, duplicates: [] })
+
+      writeFileSync(lines, "{\"name\":\"f\"}\n{\"nom\":1}\n")
+      failsCleanly(await many("enqueue", "Greet", "--many", lines), /invalid payload for Greet \(payloads\[1\]\)/)
+      writeFileSync(lines, "{\"name\":\"f\"}\n{oops\n")
+      failsCleanly(await many("enqueue", "Greet", "--many", lines), /--many: line 2 is not valid JSON/)
+      failsCleanly(await many("enqueue", "Greet", "{}", "--many", array), /give no <payload-json>/)
+      failsCleanly(await many("enqueue", "Greet", "--many", array, "--unique-key", "k"), /use --unique-key-field/)
+      failsCleanly(await many("enqueue", "Greet", "--many", join(dir, "none.json")), /--many: cannot read/)
+      failsCleanly(await many("enqueue", "Greet", "{}", "--unique-key-field", "name"), /goes with --many/)
+      expect(await parsed(many("jobs", "list", "--json"))).toHaveLength(5)
+    })
+
     it("bad input: one line on stderr, a non-zero exit, no stack trace, nothing written", async () => {
       // through the binary once (the database plays no part: on SQLite only): its exit code and
       // its stderr, as a shell sees them
@@ -722,7 +762,7 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
         ) expect(worker.replace(/\s+/g, " ")).toContain(text)
         const enqueue = (await run(["enqueue", "--help"])).stdout
         expect(enqueue.split("\n").find((l) => l.startsWith("$ enqueue"))).toMatch(
-          /--jobs module \[--queue queue\] .*<job> \[<payload-json>\]/
+          /--jobs module \[--many file\] \[--queue queue\] .*<job> \[<payload-json>\]/
         )
         const list = (await run(["jobs", "list", "--help"])).stdout.replace(/\s+/g, " ")
         expect(list).toContain("At most this many jobs. Default: 50.")

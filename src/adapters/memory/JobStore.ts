@@ -8,10 +8,11 @@ import { Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { isStale } from "../../core/jobs.ts"
 import type { LeaseRow } from "../../core/lease.ts"
-import type { ClaimInput, ClaimResult, HostRow, JobCount, JobRow, QueueDepth } from "../../core/model.ts"
+import type { ClaimInput, ClaimResult, HostRow, JobCount, JobRow, NewJob, QueueDepth } from "../../core/model.ts"
 import { tableNames } from "../../core/tables.ts"
 import {
   applyClaim,
+  applyFreeKey,
   applyHeartbeat,
   applyDefer,
   applyGiveBack,
@@ -25,10 +26,11 @@ import {
   isDue,
   isOurs,
   isRetryable,
+  keyFreed,
   mayDefer,
   newJobRow
 } from "../../core/transitions.ts"
-import { JobLeases, JobStore, type JobStoreApi } from "../../ports/JobStore.ts"
+import { type InsertResult, JobLeases, JobStore, type JobStoreApi } from "../../ports/JobStore.ts"
 import { rememberingTable } from "../jobLeases.ts"
 import { MemoryDatabase, type MemoryDatabaseApi, modifyTable } from "./database.ts"
 import { makeMemoryLeaseLock } from "./LeaseLock.ts"
@@ -125,6 +127,28 @@ export const makeMemoryJobStore = (
       return [true, next]
     })
 
+  // Inserts in order, keys settled per row (src/core/transitions.ts keyFreed, applyFreeKey): one
+  // atomic update, as the SQL store's transaction.
+  const insertAll = (jobs: ReadonlyArray<NewJob>) =>
+    jobsTable((rows): readonly [ReadonlyArray<InsertResult>, ReadonlyMap<string, JobRow>?] => {
+      const next = new Map(rows)
+      const byKey = new Map([...rows.values()].map((r) => [r.uniqueKey, r]))
+      const results = jobs.map((job): InsertResult => {
+        const holder = byKey.get(job.uniqueKey)
+        if (holder !== undefined && !keyFreed(holder)) return { id: holder.id, duplicate: true }
+        if (holder !== undefined) {
+          const freed = applyFreeKey(holder)
+          next.set(freed.id, freed)
+          byKey.set(freed.uniqueKey, freed)
+        }
+        const row = newJobRow(job)
+        next.set(row.id, row)
+        byKey.set(row.uniqueKey, row)
+        return { id: row.id, duplicate: false }
+      })
+      return [results, next]
+    })
+
   const upsertHost = (host: string, now: number, change: (row: HostRow) => HostRow) =>
     hostsTable((rows) => [undefined, put(rows, host, change(rows.get(host) ?? newHost(host, now)))])
 
@@ -132,14 +156,8 @@ export const makeMemoryJobStore = (
     tables,
     // One process: its enqueues ring its workers directly (src/adapters/localWakeups.ts).
     idleProbe: Option.none(),
-    insert: (job) =>
-      jobsTable(
-        (rows): readonly [{ readonly id: string; readonly duplicate: boolean }, ReadonlyMap<string, JobRow>?] => {
-          const existing = [...rows.values()].find((r) => r.uniqueKey === job.uniqueKey)
-          if (existing !== undefined) return [{ id: existing.id, duplicate: true }]
-          return [{ id: job.id, duplicate: false }, put(rows, job.id, newJobRow(job))]
-        }
-      ),
+    insert: (job) => Effect.map(insertAll([job]), (r) => r[0]!),
+    insertMany: insertAll,
     claim,
     finish: (input) =>
       Effect.gen(function*() {

@@ -3,9 +3,8 @@
  * `affectedRows` (mysql2 counts matched rows). Tables use utf8mb4 with a binary collation so
  * names compare exactly as written (the server default is case-insensitive).
  */
-import { leaseWindowMs } from "../../core/lease.ts"
-import { type Dialect, errorCode, isNetworkError, JOB_COLUMNS } from "../sql/dialect.ts"
-import { type Syntax, sqlFor } from "../sql/statement.ts"
+import { type Dialect, errorCode, isNetworkError, JOB_COLUMNS, newJobRows } from "../sql/dialect.ts"
+import { RawSql, type Syntax, sqlFor } from "../sql/statement.ts"
 
 const syntax: Syntax = {
   name: "mysql",
@@ -61,10 +60,14 @@ export const mysql: Dialect = {
   jobs: {
     // A plain INSERT: a taken unique key fails it (without aborting a transaction); the store
     // then finds the existing job by its key.
-    insert: ({ sql, jobs }, j) =>
-      sql`INSERT INTO ${jobs} (id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, grace_ms, unique_key, run_at, created_at, updated_at) VALUES (${j.id}, ${j.name}, ${j.queue}, ${j.payload}, ${j.priority}, 'pending', 0, ${j.maxRetries}, ${j.claimTimeout}, ${
-        leaseWindowMs(j.claimTimeout)
-      }, ${j.uniqueKey}, ${j.runAt}, ${j.now}, ${j.now})`,
+    insert: (c, j) => c.sql`INSERT INTO ${c.jobs} ${newJobRows(c, [j])}`,
+    // `id = id` changes nothing: a row whose key is taken is skipped without an error (which,
+    // in one multi-row INSERT, would fail every row). mysql2 counts matched rows, so the count
+    // cannot tell a skipped row from an inserted one: the store reads the keys back.
+    insertMany: (c, jobs) => c.sql`INSERT INTO ${c.jobs} ${newJobRows(c, jobs)} ON DUPLICATE KEY UPDATE id = id`,
+    // A plain read inside the caller's REPEATABLE READ transaction sees its snapshot, which may
+    // predate the row that took the key; a locking read sees the latest committed row.
+    latestRead: new RawSql(" LOCK IN SHARE MODE"),
     // No UPDATE … RETURNING: the store locks due rows with pickDue (reading all of them), updates
     // them by id and applies the same change to the rows it read. The claim index must drive the
     // scan: with a filesort, InnoDB locks every due row it reads before LIMIT applies, and

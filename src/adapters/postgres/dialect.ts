@@ -2,9 +2,8 @@
  * PostgreSQL: every statement that is PostgreSQL's own. Placeholders are `$1…`; BIGINT comes
  * back as a string; row counts are `rowCount`.
  */
-import { leaseWindowMs } from "../../core/lease.ts"
 import type { NewJob } from "../../core/model.ts"
-import { type Dialect, errorCode, isNetworkError, JOB_COLUMNS, type JobSqlContext } from "../sql/dialect.ts"
+import { type Dialect, errorCode, isNetworkError, JOB_COLUMNS, type JobSqlContext, newJobRows } from "../sql/dialect.ts"
 import { RawSql, type Syntax, sqlFor } from "../sql/statement.ts"
 
 const syntax: Syntax = {
@@ -15,10 +14,10 @@ const syntax: Syntax = {
 const sql = sqlFor(syntax)
 
 // A taken unique key inserts nothing (no error, so an enclosing transaction stays usable).
-const insert = ({ sql, jobs }: JobSqlContext, j: NewJob) =>
-  sql`INSERT INTO ${jobs} (id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, grace_ms, unique_key, run_at, created_at, updated_at) VALUES (${j.id}, ${j.name}, ${j.queue}, ${j.payload}, ${j.priority}, 'pending', 0, ${j.maxRetries}, ${j.claimTimeout}, ${
-    leaseWindowMs(j.claimTimeout)
-  }, ${j.uniqueKey}, ${j.runAt}, ${j.now}, ${j.now}) ON CONFLICT (unique_key) DO NOTHING`
+const insert = (c: JobSqlContext, j: NewJob) =>
+  c.sql`INSERT INTO ${c.jobs} ${newJobRows(c, [j])} ON CONFLICT (unique_key) DO NOTHING`
+const insertMany = (c: JobSqlContext, jobs: ReadonlyArray<NewJob>) =>
+  c.sql`INSERT INTO ${c.jobs} ${newJobRows(c, jobs)} ON CONFLICT (unique_key) DO NOTHING RETURNING id, queue`
 
 /** The PostgreSQL dialect. */
 export const postgres: Dialect = {
@@ -70,6 +69,8 @@ export const postgres: Dialect = {
   },
   jobs: {
     insert,
+    insertMany,
+    latestRead: new RawSql(""),
     claim: {
       kind: "returning",
       // One statement: the subquery locks the best due rows, skipping rows other claimers hold.
@@ -95,6 +96,11 @@ export const postgres: Dialect = {
         c.sql`WITH inserted AS (${
           insert(c, j)
         } RETURNING id, queue) SELECT id, pg_notify(${channel}, queue) FROM inserted`,
+      // One notification per queue, however many rows: the scalar subquery runs once.
+      insertManyNotify: (c, jobs, channel) =>
+        c.sql`WITH inserted AS (${
+          insertMany(c, jobs)
+        }), rung AS (SELECT pg_notify(${channel}, queue) FROM inserted GROUP BY queue) SELECT id, (SELECT COUNT(*) FROM rung) AS rung FROM inserted`,
       // SELECT pg_notify: a parameterised NOTIFY is rejected, and this form is delivered only
       // when the surrounding transaction commits.
       notify: ({ sql }, channel, payload) => sql`SELECT pg_notify(${channel}, ${payload})`

@@ -6,7 +6,7 @@ import * as LocalWakeups from "../localWakeups.ts"
 import { SqlClient } from "@effect/sql"
 import { randomUUID } from "node:crypto"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Effect, Either, Layer, Option } from "effect"
+import { Array as Arr, Effect, Either, Layer, Option } from "effect"
 import { isStale, type JobStatus } from "../../core/jobs.ts"
 import { decodeEpochMs } from "../../core/lease.ts"
 import type {
@@ -20,11 +20,11 @@ import type {
   NewJob
 } from "../../core/model.ts"
 import { tableNames } from "../../core/tables.ts"
-import { applyClaim, showsOutcome } from "../../core/transitions.ts"
-import { JobLeases, JobStore, type JobStoreApi } from "../../ports/JobStore.ts"
+import { applyClaim, keyFreed, showsOutcome } from "../../core/transitions.ts"
+import { type InsertResult, JobLeases, JobStore, type JobStoreApi } from "../../ports/JobStore.ts"
 import { rememberingTable } from "../jobLeases.ts"
 import { makeBatcher } from "./batching.ts"
-import { decodeHostRow, decodeJobRow, decodeLeaseRow, int } from "./decode.ts"
+import { decodeHostRow, decodeJobRow, decodeLeaseRow, decodeUniqueUntil, int } from "./decode.ts"
 import { dialectOf } from "./dialects.ts"
 import { jobStatements } from "./jobStatements.ts"
 import * as LeaseLock from "./LeaseLock.ts"
@@ -32,6 +32,20 @@ import { leaseStatements } from "./leaseStatements.ts"
 import { retryReconnecting, retryTransient } from "./retry.ts"
 import { SqlList, type Statement } from "./statement.ts"
 import { inTransaction, NEXT_READ_COMMITTED, readCommittedTransaction } from "./transaction.ts"
+
+/**
+ * Rows per INSERT of `insertMany`: 15 parameters each, so a chunk stays far below every
+ * database's limit on bound parameters (SQLite 32,766; PostgreSQL and MySQL 65,535).
+ */
+export const INSERT_CHUNK_ROWS = 1_000
+/** Rounds of insert and settle before a key that is neither inserted nor held is a defect. */
+const INSERT_ROUNDS = 4
+
+/** What an INSERT wrote: the ids of its rows, and (single MySQL insert) the error it raised. */
+interface Inserted {
+  readonly ids: ReadonlySet<string>
+  readonly error?: SqlError
+}
 
 /**
  * Builds the SQL JobStore over the current `SqlClient` for one table prefix. The dialect is
@@ -81,21 +95,79 @@ export const make = (
         ? Effect.ignoreLogged(rows(wakeups.notify(s.context, tables.channel, payload)))
         : Effect.void
 
-    // Rows inserted: 1, or 0 when the unique key is taken. PostgreSQL notifies in the same statement.
-    const insertRow = (job: NewJob) =>
-      wakeups.kind === "notify"
-        ? Effect.map(rows(wakeups.insertNotify(s.context, job, tables.channel)), (r) => r.length)
-        : changed(s.insert(job))
+    // The ids a single insert wrote: its own, or none when the unique key is taken (on MySQL a
+    // duplicate-key error, kept to raise should no job hold the key). PostgreSQL notifies in the
+    // same statement.
+    const insertOne = ([job]: ReadonlyArray<NewJob>): Effect.Effect<Inserted, SqlError> =>
+      Effect.map(
+        Effect.either(
+          wakeups.kind === "notify"
+            ? Effect.map(rows(wakeups.insertNotify(s.context, job!, tables.channel)), (r) => r.length)
+            : changed(s.insert(job!))
+        ),
+        (n) => n._tag === "Right" ? { ids: new Set(n.right > 0 ? [job!.id] : []) } : { ids: new Set(), error: n.left }
+      )
+    // The ids a multi-row insert wrote; where the database cannot tell (MySQL), only the rows
+    // without a key of the caller's (their key is their own fresh id, which nothing else holds).
+    const insertRows = (many: ReadonlyArray<NewJob>): Effect.Effect<Inserted, SqlError> => {
+      const ids = (r: ReadonlyArray<{ readonly id?: unknown }>): Inserted => ({
+        ids: new Set(r.map((x) => String(x.id)))
+      })
+      return wakeups.kind === "notify"
+        ? Effect.map(rows(wakeups.insertManyNotify(s.context, many, tables.channel)), ids)
+        : d.updateReports === "rows"
+        ? Effect.map(rows(s.insertMany(many)), ids)
+        : Effect.as(changed(s.insertMany(many)), ids(many.filter((j) => j.uniqueKey === j.id)))
+    }
 
-    const insert = (job: NewJob) =>
+    /**
+     * Inserts `many` with `insertWith`, then settles the rows it did not write: a key held by the row
+     * itself was written after all; a key held by another job is a duplicate of it; a key freed by
+     * a finished job (core's keyFreed) is freed and the row inserted again, as is one whose holder
+     * was purged meanwhile. A few rounds settle every race (each round, someone inserted).
+     */
+    const insertSettled = (
+      many: ReadonlyArray<NewJob>,
+      insertWith: (many: ReadonlyArray<NewJob>) => Effect.Effect<Inserted, SqlError>
+    ): Effect.Effect<ReadonlyArray<InsertResult>, SqlError> =>
       Effect.gen(function*() {
-        const inserted = yield* Effect.either(insertRow(job))
-        if (inserted._tag === "Right" && inserted.right > 0) return { id: job.id, duplicate: false }
-        // Nothing inserted (or, on MySQL, a duplicate-key error): the key is taken.
-        const existing = yield* first(s.idByUniqueKey(job.uniqueKey), (r) => String(r.id))
-        if (Option.isSome(existing)) return { id: existing.value, duplicate: true }
-        if (inserted._tag === "Left") return yield* Effect.fail(inserted.left)
-        return yield* Effect.dieMessage(`enqueue inserted nothing and found no job with unique key ${job.uniqueKey}`)
+        const settled = new Map<string, InsertResult>()
+        let todo = many
+        for (let round = 0; todo.length > 0; round++) {
+          if (round === INSERT_ROUNDS) {
+            return yield* Effect.dieMessage(
+              `enqueue: unique key ${todo[0]!.uniqueKey} neither inserted nor held after ${INSERT_ROUNDS} tries`
+            )
+          }
+          const inserted = yield* insertWith(todo)
+          const unsure = todo.filter((j) => !inserted.ids.has(j.id))
+          for (const j of todo) if (inserted.ids.has(j.id)) settled.set(j.id, { id: j.id, duplicate: false })
+          if (unsure.length === 0) break
+          const holders = new Map(
+            (yield* rows(s.keyHolders([...new Set(unsure.map((j) => j.uniqueKey))]))).map((r) => [
+              String(r.unique_key),
+              { id: String(r.id), status: String(r.status), uniqueUntil: decodeUniqueUntil(r.unique_until_finished) }
+            ])
+          )
+          const again: Array<NewJob> = []
+          const freed = new Set<string>()
+          for (const j of unsure) {
+            const holder = holders.get(j.uniqueKey)
+            if (holder?.id === j.id) settled.set(j.id, { id: j.id, duplicate: false })
+            else if (holder === undefined) again.push(j)
+            else if (keyFreed(holder)) {
+              freed.add(holder.id)
+              again.push(j)
+            } else settled.set(j.id, { id: holder.id, duplicate: true })
+          }
+          // Nothing holds the key, yet the insert wrote nothing: its error is the real failure.
+          if (inserted.error !== undefined && again.length > 0 && freed.size === 0) {
+            return yield* Effect.fail(inserted.error)
+          }
+          if (freed.size > 0) yield* write(s.freeKeys([...freed]))
+          todo = again
+        }
+        return many.map((j) => settled.get(j.id)!)
       })
 
     const countRunning = (host: string) => Effect.map(rows(s.countRunning(host)), (r) => int(r[0]?.n ?? 0))
@@ -375,7 +447,17 @@ export const make = (
       tables,
       idleProbe,
       // A deadlock on the unique key rolled the insert back; sending it again is safe.
-      insert: (job) => retryTransient(dialect, "enqueue", insert(job)),
+      insert: (job) => retryTransient(dialect, "enqueue", Effect.map(insertSettled([job], insertOne), (r) => r[0]!)),
+      // One transaction (the caller's, when there is one), one INSERT per chunk of rows.
+      insertMany: (many) =>
+        many.length === 0 ? Effect.succeed([]) : retryTransient(
+          dialect,
+          "enqueue",
+          transaction(Effect.map(
+            Effect.forEach(Arr.chunksOf(many, INSERT_CHUNK_ROWS), (chunk) => insertSettled(chunk, insertRows)),
+            (chunks) => chunks.flat()
+          ))
+        ),
       // Retried where each claim statement or transaction runs: once per rolled-back statement.
       claim,
       finish,

@@ -1,13 +1,16 @@
 /** Rows as the drivers return them (BIGINT as string, number or bigint), decoded to the domain's. */
 import { decodeEpochMs, type LeaseRow } from "../../core/lease.ts"
 import type { JobStatus } from "../../core/jobs.ts"
-import type { HostRow, JobRow } from "../../core/model.ts"
+import type { HostRow, JobRow, UniqueUntil } from "../../core/model.ts"
 
 /** A count or INT column as a number (drivers may return a string or a bigint). */
 export const int = (v: unknown): number => Number(v)
 const intOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v))
 const msOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : decodeEpochMs(v))
 const strOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : String(v))
+
+/** A unique-key scope from `unique_until_finished`; NULL (a row written before migration 6) is "purged". */
+export const decodeUniqueUntil = (v: unknown): UniqueUntil => (Number(v) === 1 ? "finished" : "purged")
 
 /** Decodes a job row from any driver (BIGINT as string, number or bigint). */
 export const decodeJobRow = (r: Record<string, unknown>): JobRow => ({
@@ -23,6 +26,7 @@ export const decodeJobRow = (r: Record<string, unknown>): JobRow => ({
   claimToken: strOrNull(r.claim_token),
   claimedBy: strOrNull(r.claimed_by),
   uniqueKey: String(r.unique_key),
+  uniqueUntil: decodeUniqueUntil(r.unique_until_finished),
   leaseName: strOrNull(r.lease_name),
   heartbeatAt: msOrNull(r.heartbeat_at),
   graceMs: intOrNull(r.grace_ms),

@@ -2,9 +2,9 @@
  * What each dialect folder (src/adapters/postgres, mysql, sqlite) supplies to the shared SQL
  * stores: its syntax, its own statements, and how it classifies driver errors.
  */
-import type { LeaseRow } from "../../core/lease.ts"
+import { type LeaseRow, leaseWindowMs } from "../../core/lease.ts"
 import type { ClaimInput, NewJob } from "../../core/model.ts"
-import { RawSql, type SqlList, type Statement, type Syntax } from "./statement.ts"
+import { joined, RawSql, type SqlList, type Statement, type Syntax } from "./statement.ts"
 
 /**
  * How a dialect takes a lease that may be free, expired or held. Every acquisition also bumps
@@ -110,8 +110,24 @@ export const errorCode = (cause: unknown): string | undefined => {
 /** The columns of a job row, in table order. */
 export const JOB_COLUMNS = new RawSql(
   "id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, claim_token, claimed_by, " +
-    "unique_key, lease_name, heartbeat_at, grace_ms, stale_at, last_error, run_at, completed_at, failed_at, created_at, updated_at"
+    "unique_key, unique_until_finished, lease_name, heartbeat_at, grace_ms, stale_at, last_error, run_at, completed_at, failed_at, created_at, updated_at"
 )
+
+/**
+ * The column list and VALUES of new job rows, for a dialect's INSERT to wrap: pending, no
+ * attempts, the lease window of its timeout (src/core/lease.ts), created now. One row or many.
+ */
+export const newJobRows = (c: JobSqlContext, jobs: ReadonlyArray<NewJob>): Statement =>
+  c.sql`(id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, grace_ms, unique_key, unique_until_finished, run_at, created_at, updated_at) VALUES ${
+    joined(
+      jobs.map((j) =>
+        c.sql`(${j.id}, ${j.name}, ${j.queue}, ${j.payload}, ${j.priority}, 'pending', 0, ${j.maxRetries}, ${j.claimTimeout}, ${
+          leaseWindowMs(j.claimTimeout)
+        }, ${j.uniqueKey}, ${j.uniqueUntil === "finished" ? 1 : 0}, ${j.runAt}, ${j.now}, ${j.now})`
+      ),
+      ", "
+    )
+  }`
 
 /** The quoted tables and the builder a dialect's job statements are written with. */
 export interface JobSqlContext {
@@ -188,11 +204,13 @@ export type WakeupStrategy =
   /**
    * LISTEN/NOTIFY (PostgreSQL): `insertNotify` inserts a job and notifies in one statement,
    * returning the id only if it inserted; `notify` wakes listeners inside the current
-   * transaction. Notifications go out when the transaction commits.
+   * transaction. Notifications go out when the transaction commits. `insertManyNotify` is
+   * `insertMany` that also notifies once per queue it inserted into.
    */
   | {
     readonly kind: "notify"
     readonly insertNotify: (c: JobSqlContext, job: NewJob, channel: string) => Statement
+    readonly insertManyNotify: (c: JobSqlContext, jobs: ReadonlyArray<NewJob>, channel: string) => Statement
     readonly notify: (c: JobSqlContext, channel: string, payload: string) => Statement
   }
 
@@ -227,6 +245,18 @@ export type FinishStrategy =
 export interface JobDialect {
   /** Inserts a job; where the database allows, a taken unique key inserts nothing instead of failing. */
   readonly insert: (c: JobSqlContext, job: NewJob) => Statement
+  /**
+   * Inserts many jobs in one statement; a row whose unique key is taken (also by an earlier row
+   * of the same statement) is skipped, never an error. With `updateReports: "rows"` it returns
+   * the id of each row it inserted; otherwise the store asks which keys it got.
+   */
+  readonly insertMany: (c: JobSqlContext, jobs: ReadonlyArray<NewJob>) => Statement
+  /**
+   * Appended to the read of the jobs holding some unique keys after an insert skipped them, so
+   * that it sees the latest committed rows even inside a caller's transaction (MySQL: a locking
+   * read; elsewhere each statement reads them already).
+   */
+  readonly latestRead: RawSql
   readonly claim: ClaimStrategy
   readonly hostCap: HostCapStrategy
   readonly wakeups: WakeupStrategy

@@ -100,7 +100,17 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
     /** The quoted tables and builder, for the dialect's own strategy statements. */
     context: c,
     insert: (job: NewJob) => d.insert(c, job),
-    idByUniqueKey: (key: string) => sql`SELECT id FROM ${jobs} WHERE unique_key = ${key}`,
+    insertMany: (many: ReadonlyArray<NewJob>) => d.insertMany(c, many),
+    /** The jobs holding these unique keys, as core's keyFreed needs them, read past any snapshot. */
+    keyHolders: (keys: ReadonlyArray<string>) =>
+      sql`SELECT id, unique_key, status, unique_until_finished FROM ${jobs} WHERE unique_key IN (${new SqlList(
+        keys
+      )})${d.latestRead}`,
+    /** Frees the keys of these jobs where core's keyFreed holds (its applyFreeKey). */
+    freeKeys: (ids: ReadonlyArray<string>) =>
+      sql`UPDATE ${jobs} SET unique_key = id WHERE id IN (${new SqlList(
+        ids
+      )}) AND unique_until_finished = 1 AND status NOT IN ('pending', 'processing')`,
     byId: (id: string) => sql`SELECT ${cols} FROM ${jobs} WHERE id = ${id}`,
     /**
      * What a claim of up to `limit` rows writes and which rows it may take. `token`: the claim

@@ -165,13 +165,32 @@ export const browseIndex: Migration = {
   memoryTables: () => []
 }
 
+// ---------------------------------------------------------------------------------------------
+// Migration 6: how long a job's unique key stays taken.
+//
+// `unique_until_finished` is 1 when a finished job lets a new enqueue take its key
+// (`uniqueUntil: "finished"`, src/core/transitions.ts keyFreed), 0 when the key stays taken until
+// the row is purged (as before). NULL, on rows written before it or by older versions, reads as
+// 0. No index: it is read only with the row found by its unique key. A SMALLINT, not a text
+// column: on a table PostgreSQL analyzed while empty, it estimates rows per page from the
+// declared widths, and the claim's plan should not shift with them (test/claim-plan.test.ts).
+
+/** Migration 6: `unique_until_finished` on the jobs table. */
+export const addUniqueScope: Migration = {
+  id: 6,
+  name: "unique key scope on job rows",
+  statements: (dialect, t) => [schemas[dialect].addColumn(t.jobs, "unique_until_finished", "SMALLINT NULL")],
+  memoryTables: () => []
+}
+
 /** leasehold's migrations, in the order they apply. Append new ones; never edit an applied one. */
 export const migrations: ReadonlyArray<Migration> = [
   createJobTables,
   addJobDeadlines,
   leanIndexes,
   addLeaseTokens,
-  browseIndex
+  browseIndex,
+  addUniqueScope
 ]
 
 // ---------------------------------------------------------------------------------------------

@@ -2,8 +2,14 @@
  * SQLite: every statement that is SQLite's own. Placeholders are `?`; INTEGER holds epoch ms;
  * row counts are better-sqlite3's `changes`.
  */
-import { leaseWindowMs } from "../../core/lease.ts"
-import { type ClaimParts, type Dialect, errorCode, JOB_COLUMNS, type JobSqlContext } from "../sql/dialect.ts"
+import {
+  type ClaimParts,
+  type Dialect,
+  errorCode,
+  JOB_COLUMNS,
+  type JobSqlContext,
+  newJobRows
+} from "../sql/dialect.ts"
 import { RawSql, type Syntax, sqlFor } from "../sql/statement.ts"
 
 const syntax: Syntax = {
@@ -59,10 +65,10 @@ export const sqlite: Dialect = {
     ]
   },
   jobs: {
-    insert: ({ sql, jobs }, j) =>
-      sql`INSERT INTO ${jobs} (id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, grace_ms, unique_key, run_at, created_at, updated_at) VALUES (${j.id}, ${j.name}, ${j.queue}, ${j.payload}, ${j.priority}, 'pending', 0, ${j.maxRetries}, ${j.claimTimeout}, ${
-        leaseWindowMs(j.claimTimeout)
-      }, ${j.uniqueKey}, ${j.runAt}, ${j.now}, ${j.now}) ON CONFLICT (unique_key) DO NOTHING`,
+    insert: (c, j) => c.sql`INSERT INTO ${c.jobs} ${newJobRows(c, [j])} ON CONFLICT (unique_key) DO NOTHING`,
+    insertMany: (c, jobs) =>
+      c.sql`INSERT INTO ${c.jobs} ${newJobRows(c, jobs)} ON CONFLICT (unique_key) DO NOTHING RETURNING id`,
+    latestRead: new RawSql(""),
     // One statement, and SQLite has one writer at a time, so picking and claiming (and, with a
     // host cap, counting) cannot interleave with another claimer.
     claim: {

@@ -64,6 +64,21 @@ export const leaseNameFor = <P>(jobName: string, options: LeaseOptions<P>, paylo
   return undefined
 }
 
+/** The most lease slots a key may have (`concurrencyLimit`). */
+export const MAX_CONCURRENCY_LIMIT = 1000
+
+/**
+ * The lease name of slot `slot` (0-based) of a key limited to N concurrent runs: slot 0 is the
+ * key's own lease name, so a limit of 1 is the exclusive lease; slot i is `<name>#<i + 1>`, or,
+ * where that would pass 100 characters, `slot:` + sha256(name) + `#<i + 1>`.
+ */
+export const slotLeaseName = (name: string, slot: number): string => {
+  if (slot === 0) return name
+  const suffix = `#${slot + 1}`
+  if (name.length + suffix.length <= MAX_LEASE_NAME_LENGTH) return name + suffix
+  return `slot:${createHash("sha256").update(name, "utf8").digest("hex")}${suffix}`
+}
+
 /** A claim timeout in seconds, with `≤ 0`, NaN or missing meaning the default 300 s. */
 export const effectiveClaimSeconds = (claimTimeoutSeconds: number | null | undefined): number =>
   claimTimeoutSeconds === null || claimTimeoutSeconds === undefined || !Number.isFinite(claimTimeoutSeconds) ||

@@ -19,7 +19,13 @@ import { isInt32, MAX_INT32, MIN_INT32 } from "../core/input.ts"
 import { EnqueueInputError, type Fenced, JobDefinitionError, PayloadError } from "../core/errors.ts"
 import { parseDurationMillis } from "../core/duration.ts"
 import { keyProblem, textProblem } from "../core/input.ts"
-import { leaseInputProblem, leaseNameFor, type LeaseOptions, MAX_LEASE_HOST_LENGTH } from "../core/lease.ts"
+import {
+  leaseInputProblem,
+  leaseNameFor,
+  type LeaseOptions,
+  MAX_CONCURRENCY_LIMIT,
+  MAX_LEASE_HOST_LENGTH
+} from "../core/lease.ts"
 import { type InsertResult, JobStore, type JobStoreApi } from "../ports/JobStore.ts"
 import { type NewJob, UNIQUE_UNTIL, type UniqueUntil } from "../core/model.ts"
 import type { SqlError } from "@effect/sql/SqlError"
@@ -40,6 +46,12 @@ export interface JobOptions<A> extends LeaseOptions<A> {
   readonly idempotent?: boolean | undefined
   /** What a heartbeat that finds the lease lost does: continue (default) or interrupt perform. */
   readonly onLeaseLost?: "continue" | "interrupt" | undefined
+  /**
+   * How many jobs of one key (or of an exclusive type) may run at once across all workers
+   * (default 1: exclusive). N lease slots, each a lease of its own with its own fencing token
+   * (docs/behaviour.md §8). Needs `exclusive`, `concurrencyKey` or `concurrencyKeyFor`.
+   */
+  readonly concurrencyLimit?: number | undefined
 }
 
 /** A job type's definition, as written by the app. */
@@ -63,6 +75,8 @@ export interface JobType<Name extends string = string, A = any, I = any, R = any
   readonly idempotent: boolean
   readonly onLeaseLost: "continue" | "interrupt"
   readonly lease: LeaseOptions<A>
+  /** Runs at once per key, at least 1 (1: exclusive). */
+  readonly concurrencyLimit: number
 }
 
 /** Any job type, whatever its payload and requirements. */
@@ -127,6 +141,15 @@ export const define = <const Name extends string, A, I, R = never>(
   if (def.onLeaseLost !== undefined && def.onLeaseLost !== "continue" && def.onLeaseLost !== "interrupt") {
     throw problem(`onLeaseLost must be "continue" or "interrupt", got ${String(def.onLeaseLost)}`)
   }
+  const limit = def.concurrencyLimit ?? 1
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_CONCURRENCY_LIMIT) {
+    throw problem(`concurrencyLimit must be a whole number from 1 to ${MAX_CONCURRENCY_LIMIT}, got ${String(limit)}`)
+  }
+  if (limit > 1 && def.exclusive !== true && def.concurrencyKey === undefined && def.concurrencyKeyFor === undefined) {
+    throw problem(
+      "concurrencyLimit needs exclusive, concurrencyKey or concurrencyKeyFor: it limits the runs of one key"
+    )
+  }
   return {
     name,
     schema: def.schema,
@@ -138,7 +161,8 @@ export const define = <const Name extends string, A, I, R = never>(
     timeoutSeconds: Math.max(1, Math.ceil(timeoutMs.right / 1000)),
     idempotent: def.idempotent ?? true,
     onLeaseLost: def.onLeaseLost ?? "continue",
-    lease: { exclusive: def.exclusive, concurrencyKey: def.concurrencyKey, concurrencyKeyFor: def.concurrencyKeyFor }
+    lease: { exclusive: def.exclusive, concurrencyKey: def.concurrencyKey, concurrencyKeyFor: def.concurrencyKeyFor },
+    concurrencyLimit: limit
   }
 }
 

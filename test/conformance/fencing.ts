@@ -11,7 +11,7 @@ import { leaseWindowSeconds } from "../../src/core/lease.ts"
 import { define, enqueue, type HeldLease, JobContext } from "../../src/runtime/Job.ts"
 import { processNext } from "../../src/runtime/Worker.ts"
 import { type AdapterName, layerFor, TestDatabase } from "../support/databases.ts"
-import { skewed, withJobs } from "../support/jobs.ts"
+import { eventually, skewed, withJobs } from "../support/jobs.ts"
 
 const T0 = 1_791_039_632_175
 const MINUTE = 60_000
@@ -256,4 +256,91 @@ export const fencingConformance = (adapter: AdapterName) =>
           })
         )
       }))
+
+    it.effect("concurrencyLimit 3: in a 30-way race at most 3 run at once (from recorded start and end), each on its own slot with its own token; all 30 complete", () =>
+      Effect.gen(function*() {
+        const seq = yield* Ref.make(0)
+        const gate = yield* Deferred.make<void>()
+        const runs = yield* Ref.make<
+          ReadonlyArray<
+            {
+              readonly n: number
+              readonly start: number
+              readonly end: number
+              readonly slot: string
+              readonly token: bigint
+            }
+          >
+        >([])
+        const running = yield* Ref.make(0)
+        const Pooled = define({
+          name: "Pooled",
+          schema: Schema.Struct({ n: Schema.Number }),
+          concurrencyKey: "pool",
+          concurrencyLimit: 3,
+          perform: ({ n }) =>
+            Effect.gen(function*() {
+              const lease = Option.getOrThrow(yield* (yield* JobContext).lease)
+              const start = yield* Ref.getAndUpdate(seq, (x) => x + 1)
+              yield* Ref.update(running, (x) => x + 1)
+              yield* Deferred.await(gate)
+              yield* Effect.yieldNow()
+              yield* Ref.update(running, (x) => x - 1)
+              const end = yield* Ref.getAndUpdate(seq, (x) => x + 1)
+              yield* Ref.update(runs, (r) => [...r, { n, start, end, slot: lease.name, token: lease.fencingToken }])
+            })
+        })
+        yield* withJobs(
+          [Pooled],
+          Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            for (let n = 0; n < 30; n++) yield* enqueue(Pooled, { n })
+            // 30 workers at once while the first runs are held: 3 start, 27 find every slot busy
+            const fibers = yield* Effect.forEach(
+              Array.from({ length: 30 }, (_, i) => i),
+              (i) => Effect.fork(processNext({ host: `host-${i}` }))
+            )
+            yield* eventually(Effect.map(
+              Effect.forEach(fibers, (f) => Effect.map(f.poll, Option.isSome)),
+              (done) => done.filter(Boolean).length === 27
+            ))
+            expect(yield* Ref.get(running)).toBe(3)
+            yield* Deferred.succeed(gate, undefined)
+            const first = yield* Effect.forEach(fibers, Fiber.join)
+            expect(first.filter((r) => r._tag === "Completed")).toHaveLength(3)
+            expect(first.filter((r) => r._tag === "Deferred")).toHaveLength(27)
+            const firstSlots = (yield* Ref.get(runs)).map((r) => r.slot).sort()
+            expect(firstSlots).toEqual(["key:pool", "key:pool#2", "key:pool#3"])
+            // then 30 workers at a time, until every job ran
+            for (let round = 0; round < 40 && (yield* Ref.get(runs)).length < 30; round++) {
+              yield* Effect.all(
+                Array.from({ length: 30 }, (_, i) => processNext({ host: `host-${i}` })),
+                { concurrency: "unbounded" }
+              )
+              yield* TestClock.adjust(31_000)
+            }
+            const all = yield* Ref.get(runs)
+            expect(all.map((r) => r.n).sort((a, b) => a - b)).toEqual(Array.from({ length: 30 }, (_, n) => n))
+            // the most runs in progress at any point, from the recorded starts and ends
+            const events = all.flatMap((r) => [{ at: r.start, d: 1 }, { at: r.end, d: -1 }]).sort((a, b) => a.at - b.at)
+            let now = 0
+            let most = 0
+            for (const e of events) most = Math.max(most, now += e.d)
+            expect(most).toBe(3)
+            // each acquisition of a slot has a token of its own
+            expect(new Set(all.map((r) => `${r.slot} ${r.token}`)).size).toBe(30)
+            expect(new Set(all.map((r) => r.slot))).toEqual(new Set(["key:pool", "key:pool#2", "key:pool#3"]))
+          })
+        )
+      }))
+
+    it("concurrencyLimit: 1 to 1000, and only with a key or exclusive", () => {
+      const base = { name: "L", schema: Schema.Struct({}), perform: () => Effect.void }
+      for (const concurrencyLimit of [0, -1, 1.5, 1001, Number.NaN]) {
+        expect(() => define({ ...base, concurrencyKey: "k", concurrencyLimit })).toThrow(/concurrencyLimit/)
+      }
+      expect(() => define({ ...base, concurrencyLimit: 2 })).toThrow(/needs exclusive/)
+      expect(define({ ...base, exclusive: true, concurrencyLimit: 2 }).concurrencyLimit).toBe(2)
+      expect(define(base).concurrencyLimit).toBe(1)
+    })
   })

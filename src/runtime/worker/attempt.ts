@@ -8,7 +8,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { Cause, Clock, Effect, Either, Exit, Option, Schema } from "effect"
 import { Fenced, JobTimeoutError, PayloadError, UnknownJobTypeError } from "../../core/errors.ts"
 import { type BackoffOptions, DEFAULT_BACKOFF } from "../../core/jobs.ts"
-import { busyDelaySeconds, isExpired, leaseExpiresAt, leaseNameFor } from "../../core/lease.ts"
+import { busyDelaySeconds, leaseExpiresAt, leaseNameFor } from "../../core/lease.ts"
 import type { JobRow } from "../../core/model.ts"
 import { JobLeases, JobStore } from "../../ports/JobStore.ts"
 import { type HeldLease, Jobs } from "../Job.ts"
@@ -16,6 +16,7 @@ import type { Resolved } from "./options.ts"
 import { observeAttempt } from "./observe.ts"
 import { describe, recordFailure, recordSuccess, releaseFenced, reportLeaseLost } from "./outcome.ts"
 import { perform } from "./perform.ts"
+import { anySlotFree, firstToFree, slotNames, takeSlot } from "./slots.ts"
 import type { Watch } from "./watchdog.ts"
 import { jobRef, ProcessResult } from "./results.ts"
 
@@ -32,13 +33,16 @@ const decodePayload = (job: JobRow, schema: Schema.Schema<unknown, any>) =>
   )
 
 /**
- * Takes the job's lease after the claim and before perform. Busy: perform does not run; the job
- * waits pending until the holder's lease should end, its attempt given back (docs/behaviour.md
- * §8). Succeeds with the held lease, or with the attempt's result (left) when it ends here.
+ * Takes a slot of the job's lease after the claim and before perform (./slots.ts; one slot, the
+ * lease itself, unless the type sets `concurrencyLimit`). All busy: perform does not run; the job
+ * waits pending on the lease name until the first holder's lease should end, its attempt given
+ * back (docs/behaviour.md §8). Succeeds with the held lease, or with the attempt's result (left)
+ * when it ends here.
  */
 const takeLease = (
   job: JobRow,
   leaseName: string,
+  limit: number,
   backoff: BackoffOptions,
   o: Resolved
 ): Effect.Effect<Either.Either<HeldLease, ProcessResult>, SqlError, JobStore | JobLeases> =>
@@ -48,30 +52,31 @@ const takeLease = (
     const token = job.claimToken!
     const now = yield* Clock.currentTimeMillis
     const expiresAt = leaseExpiresAt(now, job.claimTimeout)
+    const names = slotNames(leaseName, limit)
     const acquired = yield* Effect.either(
       Effect.zipRight(
         // JobLeases remembers a table it has seen (src/adapters/jobLeases.ts): one catalog query per store.
         leases.ensureTable,
-        leases.tryAcquireToken({ name: leaseName, owner: token, host: o.host, now, expiresAt })
+        takeSlot(leases, names, { owner: token, host: o.host, now, expiresAt })
       )
     )
     if (Either.isLeft(acquired)) {
       return Either.left(yield* recordFailure(job, backoff, describe(Cause.fail(acquired.left)), undefined))
     }
     if (Option.isSome(acquired.right)) {
-      return Either.right({ name: leaseName, owner: token, expiresAt, fencingToken: acquired.right.value })
+      const { name, token: fencingToken } = acquired.right.value
+      return Either.right({ name, owner: token, expiresAt, fencingToken })
     }
-    const holder = yield* Effect.orElseSucceed(leases.read(leaseName), () => Option.none())
+    const holder = yield* firstToFree(leases, names)
     const delay = busyDelaySeconds(Option.getOrUndefined(Option.map(holder, (h) => h.expiresAt)), now)
     const retryAt = now + delay * 1000
     const holderOwner = Option.getOrNull(Option.map(holder, (h) => h.owner))
     if (!(yield* store.defer(job.id, token, now, retryAt, leaseName))) {
       return Either.left(ProcessResult.Fenced({ job: jobRef(job), leaseLost: false }))
     }
-    // The holder may have released (and found no waiter to hand off to) between our
-    // tryAcquire and the defer: look again, and if the lease is free, hand off now.
-    const after = yield* Effect.orElseSucceed(leases.read(leaseName), () => Option.none())
-    if (Option.isNone(after) || isExpired(after.value.expiresAt, yield* Clock.currentTimeMillis)) {
+    // A holder may have released (and found no waiter to hand off to) between our
+    // tryAcquire and the defer: look again, and if a slot is free, hand off now.
+    if (yield* Effect.orElseSucceed(anySlotFree(leases, names, yield* Clock.currentTimeMillis), () => false)) {
       yield* Effect.ignoreLogged(store.handOff(leaseName, yield* Clock.currentTimeMillis))
     }
     yield* Effect.logDebug(`lease ${leaseName} busy (held by ${holderOwner ?? "nobody"}); deferred ${delay} s`)
@@ -95,6 +100,7 @@ const runAttempt = (
 ): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
   Effect.gen(function*() {
     const leases = yield* JobLeases
+    const store = yield* JobStore
     const token = job.claimToken!
 
     const registered = (yield* Jobs).get(job.name)
@@ -124,7 +130,7 @@ const runAttempt = (
     const leaseName = named.right
     let held: HeldLease | undefined
     if (leaseName !== undefined) {
-      const taken = yield* takeLease(job, leaseName, type.backoff, o)
+      const taken = yield* takeLease(job, leaseName, type.concurrencyLimit, type.backoff, o)
       if (Either.isLeft(taken)) return taken.left
       held = taken.right
     }
@@ -148,6 +154,11 @@ const runAttempt = (
       result = yield* recordSuccess(job, release)
     } else {
       result = yield* recordFailure(job, type.backoff, describe(exit.cause), release)
+    }
+
+    // Jobs wait on the key's own name; the store handed off to the released slot's name only.
+    if (release !== undefined && release !== leaseName && leaseName !== undefined) {
+      yield* Effect.ignoreLogged(Effect.flatMap(Clock.currentTimeMillis, (now) => store.handOff(leaseName, now)))
     }
 
     // A timed-out run whose lease was already taken over is still a possible overlap: report it.

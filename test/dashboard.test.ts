@@ -69,6 +69,14 @@ describe("the handler", () => {
     expect(jobs.body).toContain(escapeHtml(XSS.queue))
   })
 
+  it("serves the Prometheus scrape at /metrics, with the store's gauges", async () => {
+    const res = await serve(request("GET", "/metrics"))
+    expect(res.status).toBe(200)
+    expect(res.headers["content-type"]).toContain("text/plain")
+    expect(res.body).toContain("leasehold_store_up 1")
+    expect(res.body).toMatch(/leasehold_jobs\{queue="emails",status="completed"\} 20/)
+  })
+
   it("answers a live refresh with the <main> content alone", async () => {
     const res = await serve(request("GET", "/", { "x-leasehold-fragment": "main" }))
     expect(res.body.startsWith("<h1>Overview</h1>")).toBe(true)

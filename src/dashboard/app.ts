@@ -1,7 +1,7 @@
 /**
  * The dashboard as one function from a request to a response, over the ports (JobStore,
  * JobLeases, JobInsights): routes, the layout, the assets, and the token rule for actions. The
- * node:http glue is ./node.ts. Every page is read-only; an action is a POST that carries the
+ * node:http glue is ./node.ts. `/metrics` is the Prometheus scrape. Every page is read-only; an action is a POST that carries the
  * configured token in the `X-Leasehold-Token` header (a header, not a cookie or a form field,
  * so another site cannot make a browser send it), and without a configured token there are none.
  */
@@ -10,6 +10,7 @@ import { Cause, Effect } from "effect"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { JobInsights } from "../ports/JobInsights.ts"
 import type { LeaseError } from "../ports/LeaseLock.ts"
+import * as Metrics from "../runtime/metrics.ts"
 import type { JobLeases, JobStore } from "../ports/JobStore.ts"
 import { ActionError, clearLease, drainHost, resumeHost, retryJob } from "./actions.ts"
 import { CSS, FRAGMENT_HEADER, JS, TOKEN_HEADER } from "./assets.ts"
@@ -161,6 +162,8 @@ export const handle = (options: AppOptions) => {
     if (request.method === "GET" || request.method === "HEAD") {
       if (path === "/assets/dashboard.css") return Effect.succeed(respond(200, "text/css; charset=utf-8", CSS))
       if (path === "/assets/dashboard.js") return Effect.succeed(respond(200, "text/javascript; charset=utf-8", JS))
+      // The Prometheus scrape (src/runtime/metrics.ts): the store's gauges, and this process's counters.
+      if (path === "/metrics") return Effect.map(Metrics.render, (text) => respond(200, Metrics.PROMETHEUS_CONTENT_TYPE, text))
       const fragment = request.header(FRAGMENT_HEADER) === "main"
       const render = (status: number, page: Page) =>
         respond(status, "text/html; charset=utf-8", fragment ? page.body.text : layout(ctx, path, page))

@@ -63,6 +63,10 @@ const runSpec = async (spec: ChildSpec): Promise<Record<string, number>> => {
       : await LeaseLockBench.leasehold(spec.url, n)
     return { pairs: r.pairs, ms: r.ms, pairsPerSec: (r.pairs / r.ms) * 1000, statementsPerPair: r.statementsPerPair }
   }
+  if (spec.scenario === "dashboard") {
+    const Dashboard = await import("./systems/dashboard.ts")
+    return Dashboard.jobsPage(spec.url, param(spec, "jobs"), param(spec, "requests"))
+  }
   const driver = need(await loadDriver(spec.system), `system ${spec.system}`)
   const label = `${spec.system} ${spec.scenario}`
   switch (spec.scenario) {

@@ -12,6 +12,7 @@ export type ScenarioId =
   | "crosslatency"
   | "leaselock"
   | "roundtrips"
+  | "dashboard"
 export type SystemId =
   | "leasehold-pg"
   | "leasehold-mariadb"

@@ -371,6 +371,29 @@ export const SCENARIOS: ReadonlyArray<ScenarioDef> = [
         den: ["roundtrips", "leasehold-pg", "plainPerJob"]
       }
     ]
+  },
+  {
+    id: "dashboard",
+    num: "8",
+    title: (p) =>
+      `Dashboard: server time of the jobs page (first, 90% down by keyset, failed only) and the overview, ${
+        int(get(p, "jobs"))
+      } jobs, median of ${int(get(p, "requests"))}`,
+    full: { jobs: 100_000, requests: 30 },
+    quick: { jobs: 10_000, requests: 10 },
+    systems: [{ id: "leasehold-pg" }, { id: "leasehold-mariadb" }, { id: "leasehold-sqlite" }],
+    primary: "firstMs",
+    show: (m) =>
+      `jobs page ${num(get(m, "firstMs"), 1)} ms, 90% down ${num(get(m, "deepMs"), 1)} ms, failed ${
+        num(get(m, "failedMs"), 1)
+      } ms, overview ${num(get(m, "overviewMs"), 1)} ms`,
+    ratios: [
+      {
+        label: "leasehold (PostgreSQL) jobs page 90% down ÷ first page, server ms",
+        num: ["dashboard", "leasehold-pg", "deepMs"],
+        den: ["dashboard", "leasehold-pg", "firstMs"]
+      }
+    ]
   }
 ]
 

@@ -163,7 +163,9 @@ export const handle = (options: AppOptions) => {
       if (path === "/assets/dashboard.css") return Effect.succeed(respond(200, "text/css; charset=utf-8", CSS))
       if (path === "/assets/dashboard.js") return Effect.succeed(respond(200, "text/javascript; charset=utf-8", JS))
       // The Prometheus scrape (src/runtime/metrics.ts): the store's gauges, and this process's counters.
-      if (path === "/metrics") return Effect.map(Metrics.render, (text) => respond(200, Metrics.PROMETHEUS_CONTENT_TYPE, text))
+      if (path === "/metrics") {
+        return Effect.map(Metrics.render, (text) => respond(200, Metrics.PROMETHEUS_CONTENT_TYPE, text))
+      }
       const fragment = request.header(FRAGMENT_HEADER) === "main"
       const render = (status: number, page: Page) =>
         respond(status, "text/html; charset=utf-8", fragment ? page.body.text : layout(ctx, path, page))

@@ -17,6 +17,7 @@ export * as JobStore from "./JobStore.ts"
 export * from "./core/errors.ts"
 export type { BackoffOptions, JobStatus, QueueTally, ReapDecision } from "./core/jobs.ts"
 export type { LeaseRow } from "./core/lease.ts"
+export type { AttemptOutcome, AttemptRecord } from "./core/history.ts"
 export type * from "./core/model.ts"
 export { DEFAULT_PREFIX, type TableNames, tableNames } from "./core/tables.ts"
 export {

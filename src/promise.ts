@@ -150,6 +150,13 @@ export interface LeaseholdClient {
   readonly getJob: (id: string) => Promise<JobRow | undefined>
   /** Jobs, newest first. */
   readonly listJobs: (filter?: Partial<JobFilter>) => Promise<ReadonlyArray<JobRow>>
+  /**
+   * Puts every dead job (failed or interrupted) matching `filter` back to pending; how many.
+   * Rejects with `JobFilterError` for a bad filter (nothing changed).
+   */
+  readonly retryDead: (filter?: Job.DeadJobsFilter) => Promise<number>
+  /** Deletes every dead job matching `filter`; how many. Rejects with `JobFilterError` for a bad filter. */
+  readonly discardDead: (filter?: Job.DeadJobsFilter) => Promise<number>
   /** Starts a worker in this process (see `Worker.layer` for the options). */
   readonly startWorker: (config?: Worker.WorkerConfig) => Promise<WorkerHandle>
   /** Stops every worker it started (gracefully), then closes its database connections. */
@@ -270,6 +277,8 @@ export const createLeasehold = async <const Types extends ReadonlyArray<PromiseJ
       })),
     getJob: (id) => run(Effect.map(Effect.flatMap(JobStore, (s) => s.get(id)), Option.getOrUndefined)),
     listJobs: (filter = {}) => run(Effect.flatMap(JobStore, (s) => s.list({ limit: 100, ...filter }))),
+    retryDead: (filter) => run(Job.retryDead(filter)),
+    discardDead: (filter) => run(Job.discardDead(filter)),
     startWorker,
     close: () => {
       // Every worker is stopped, then the connections close, even if a stop failed.

@@ -191,6 +191,32 @@ describe.each(targets)("Promise API on $name", (target) => {
     }
   )
 
+  it("dead jobs keep their attempts, and are retried or discarded by filter", { timeout: 60_000 }, async () => {
+    const Doomed = defineJob<{ readonly n: number }>({
+      name: "Doomed",
+      maxRetries: 0,
+      perform: ({ n }) => Promise.reject(new Error(`doomed ${n}`))
+    })
+    const { lh, done } = await target.open([Doomed])
+    try {
+      await lh.migrate()
+      const jobs = await Promise.all([1, 2, 3].map((n) => lh.enqueue(Doomed, { n })))
+      const worker = await lh.startWorker({ pollInterval: "50 millis" })
+      for (const { id } of jobs) await until(async () => (await lh.getJob(id))?.status === "failed")
+      await worker.stop()
+      expect((await lh.getJob(jobs[0]!.id))?.history).toMatchObject([
+        { attempt: 1, outcome: "dead", error: expect.stringContaining("doomed 1"), host: worker.host }
+      ])
+      await expect(lh.retryDead({ status: "pending" as "failed" })).rejects.toMatchObject({ name: "JobFilterError" })
+      expect(await lh.retryDead({ ids: [jobs[0]!.id] })).toBe(1)
+      expect((await lh.getJob(jobs[0]!.id))?.status).toBe("pending")
+      expect(await lh.discardDead({ name: "Doomed" })).toBe(2)
+      expect((await lh.listJobs()).map((j) => j.id)).toEqual([jobs[0]!.id])
+    } finally {
+      await done()
+    }
+  })
+
   it("a transaction commits the app's SQL and its enqueues together, or neither", { timeout: 60_000 }, async () => {
     const Note = defineJob<{ readonly text: string }>({ name: "Note", perform: () => undefined })
     const { lh, prefix, param, done } = await target.open([Note])

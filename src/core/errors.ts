@@ -241,3 +241,13 @@ export class UnsupportedDatabaseUrlError extends Data.TaggedError("UnsupportedDa
       "mariadb://, sqlite:, file:, or a plain file path"
   }
 }
+
+/** A filter for dead jobs that cannot work (an unknown status, a negative age, …); nothing was changed. */
+export class JobFilterError extends Data.TaggedError("JobFilterError")<{
+  readonly field: string
+  readonly reason: string
+}> {
+  override get message() {
+    return `invalid job filter ${this.field}: ${this.reason}`
+  }
+}

@@ -2,6 +2,7 @@
  * The domain's data (docs/behaviour.md §1): job and host rows, what enqueue, claim and the end
  * of an attempt carry. Plain data, shared by the ports, every store and the runtime.
  */
+import type { AttemptRecord } from "./history.ts"
 import type { JobStatus } from "./jobs.ts"
 
 /** One row of the jobs table. Times are epoch ms. */
@@ -41,6 +42,8 @@ export interface JobRow {
   readonly failedAt: number | null
   readonly createdAt: number
   readonly updatedAt: number
+  /** Its last attempts, oldest first (at most `MAX_HISTORY`; src/core/history.ts). */
+  readonly history: ReadonlyArray<AttemptRecord>
 }
 
 /**
@@ -156,6 +159,21 @@ export interface QueueDepth {
   readonly due: number
   /** Epoch ms: the earliest `run_at` among them. */
   readonly oldestRunAt: number
+}
+
+/** The statuses of a dead job: retries used up, or reaped and not idempotent. */
+export type DeadStatus = "failed" | "interrupted"
+
+/**
+ * Which dead jobs a retry or discard by filter takes: every one that matches all the fields
+ * given, died at or before `diedBefore` (its `failed_at`).
+ */
+export interface DeadJobFilter {
+  readonly ids?: ReadonlyArray<string> | undefined
+  readonly name?: string | undefined
+  readonly queue?: string | undefined
+  readonly statuses: ReadonlyArray<DeadStatus>
+  readonly diedBefore: number
 }
 
 /** Filter for listing jobs. */

@@ -4,9 +4,10 @@
  * each may apply. The in-memory store is a fold over these; the SQL stores write the same
  * changes in their statements, and the conformance suites hold them to it.
  */
+import { appendAttempt, type AttemptOutcome, attemptRecord } from "./history.ts"
 import type { ReapDecision } from "./jobs.ts"
 import { giveBackAttempt, leaseWindowMs } from "./lease.ts"
-import type { ClaimInput, JobRow, NewJob, Outcome, UniqueUntil } from "./model.ts"
+import type { ClaimInput, DeadJobFilter, JobRow, NewJob, Outcome, UniqueUntil } from "./model.ts"
 
 /** `last_error` of a row the reaper sent back to pending. */
 export const REAPED_RETRY = "reaped: no sign of life within its grace (worker gone or stuck); retrying"
@@ -37,7 +38,8 @@ export const newJobRow = (job: NewJob): JobRow => ({
   completedAt: null,
   failedAt: null,
   createdAt: job.now,
-  updatedAt: job.now
+  updatedAt: job.now,
+  history: []
 })
 
 /**
@@ -109,14 +111,52 @@ export const applyHeartbeat = (row: JobRow, now: number, staleAt: number): JobRo
 /** Whether `row` is the running attempt that holds `token` (every attempt write is fenced on it). */
 export const isOurs = (row: JobRow, token: string): boolean => row.status === "processing" && row.claimToken === token
 
+/** How an outcome or a reap decision ends the attempt, in its history (src/core/history.ts). */
+export const attemptOutcomeOf = (o: Outcome | ReapDecision): AttemptOutcome => {
+  switch (o._tag) {
+    case "Complete":
+      return "completed"
+    case "Retry":
+      return "failed"
+    case "Kill":
+    case "Dead":
+      return "dead"
+    case "Interrupted":
+      return "interrupted"
+  }
+}
+
+/** The row's history with the attempt it holds ended at `now` (read before the change). */
+const ended = (row: JobRow, now: number, o: Outcome | ReapDecision, error: string | null) =>
+  appendAttempt(row.history, attemptRecord(row, now, attemptOutcomeOf(o), error))
+
+/**
+ * The error an outcome or a reap writes to `last_error` and to the attempt's history: the
+ * reaper's own message for a reaped attempt.
+ */
+export const outcomeError = (o: Outcome | ReapDecision): string | null => {
+  switch (o._tag) {
+    case "Complete":
+      return null
+    case "Retry":
+    case "Kill":
+      return "error" in o ? o.error : REAPED_RETRY
+    case "Dead":
+      return REAPED_DEAD
+    case "Interrupted":
+      return o.message
+  }
+}
+
 /** The row as an attempt's outcome leaves it. A retry clears the token; completion and death keep it. */
 export const applyOutcome = (row: JobRow, outcome: Outcome, now: number): JobRow => {
+  const done = { ...row, history: ended(row, now, outcome, outcomeError(outcome)) }
   switch (outcome._tag) {
     case "Complete":
-      return { ...row, status: "completed", completedAt: now, updatedAt: now, staleAt: null }
+      return { ...done, status: "completed", completedAt: now, updatedAt: now, staleAt: null }
     case "Retry":
       return {
-        ...row,
+        ...done,
         status: "pending",
         runAt: outcome.runAt,
         lastError: outcome.error,
@@ -125,7 +165,7 @@ export const applyOutcome = (row: JobRow, outcome: Outcome, now: number): JobRow
         staleAt: null
       }
     case "Kill":
-      return { ...row, status: "failed", failedAt: now, lastError: outcome.error, updatedAt: now, staleAt: null }
+      return { ...done, status: "failed", failedAt: now, lastError: outcome.error, updatedAt: now, staleAt: null }
   }
 }
 
@@ -158,10 +198,11 @@ export const applyDefer = (row: JobRow, now: number, runAt: number, leaseName: s
 
 /** The row as a reap leaves it (the reaper decided with `reapDecision` in ./jobs.ts). */
 export const applyReap = (row: JobRow, decision: ReapDecision, now: number): JobRow => {
+  const done = { ...row, history: ended(row, now, decision, outcomeError(decision)) }
   switch (decision._tag) {
     case "Retry":
       return {
-        ...row,
+        ...done,
         status: "pending",
         runAt: decision.runAt,
         claimToken: null,
@@ -171,7 +212,7 @@ export const applyReap = (row: JobRow, decision: ReapDecision, now: number): Job
       }
     case "Dead":
       return {
-        ...row,
+        ...done,
         status: "failed",
         failedAt: now,
         claimToken: null,
@@ -181,7 +222,7 @@ export const applyReap = (row: JobRow, decision: ReapDecision, now: number): Job
       }
     case "Interrupted":
       return {
-        ...row,
+        ...done,
         status: "interrupted",
         failedAt: now,
         claimToken: null,
@@ -215,6 +256,18 @@ export const applyRetryDead = (row: JobRow, now: number): JobRow => ({
   failedAt: null,
   updatedAt: now
 })
+
+/** Whether `row` is dead and matches `filter` (a retry or discard by filter takes it). */
+export const matchesDead = (row: JobRow, filter: DeadJobFilter): boolean =>
+  (row.status === "failed" || row.status === "interrupted") && filter.statuses.includes(row.status) &&
+  row.failedAt !== null && row.failedAt <= filter.diedBefore &&
+  (filter.ids === undefined || filter.ids.includes(row.id)) &&
+  (filter.name === undefined || row.name === filter.name) &&
+  (filter.queue === undefined || row.queue === filter.queue)
+
+/** Dead jobs in the order a retry or discard by filter takes them: longest dead first. */
+export const deadOrder = (a: JobRow, b: JobRow): number =>
+  (a.failedAt ?? 0) - (b.failedAt ?? 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
 /** Whether `row` shows `outcome` written by the attempt holding `token` (after a reply was lost). */
 export const showsOutcome = (row: JobRow, token: string, outcome: Outcome): boolean => {

@@ -12,6 +12,7 @@ import type {
   Claim,
   ClaimInput,
   ClaimResult,
+  DeadJobFilter,
   FinishInput,
   Finished,
   HandedBack,
@@ -113,6 +114,13 @@ export interface JobStoreApi {
   readonly queueDepths: (now: number) => Effect.Effect<ReadonlyArray<QueueDepth>, SqlError>
   /** Puts a failed or interrupted job back to pending, due now, with fresh attempts. */
   readonly retryDead: (id: string, now: number) => Effect.Effect<boolean, SqlError>
+  /**
+   * Puts up to `limit` dead jobs matching `filter` (longest dead first) back to pending, due
+   * now, with fresh attempts; how many.
+   */
+  readonly retryDeadWhere: (filter: DeadJobFilter, now: number, limit: number) => Effect.Effect<number, SqlError>
+  /** Deletes up to `limit` dead jobs matching `filter` (longest dead first); how many. */
+  readonly discardDeadWhere: (filter: DeadJobFilter, limit: number) => Effect.Effect<number, SqlError>
   /** Deletes finished jobs (completed, failed, interrupted) of `status` finished before `before`. */
   readonly purge: (status: "completed" | "failed" | "interrupted", before: number) => Effect.Effect<number, SqlError>
   /** Creates or refreshes a host row. */

@@ -502,3 +502,6 @@ export const enqueueMany = <A, I, R>(
 
 /** The default host name: this machine's name and process id, fitted to the hosts table. */
 export const defaultHost = (): string => `${hostname()}:${process.pid}`.slice(0, MAX_LEASE_HOST_LENGTH)
+
+/** Dead jobs by filter: retry or discard every match, in bounded batches (./deadJobs.ts). */
+export { type DeadJobsFilter, discardDead, retryDead } from "./deadJobs.ts"

@@ -5,6 +5,7 @@ import { exclusiveConformance } from "../conformance/exclusive.ts"
 import { fencingConformance } from "../conformance/fencing.ts"
 import { handBackConformance } from "../conformance/handBack.ts"
 import { insightsConformance } from "../conformance/insights.ts"
+import { historyConformance } from "../conformance/history.ts"
 import { jobConformance } from "../conformance/jobs.ts"
 import { leaseLockConformance } from "../conformance/leaseLock.ts"
 import { migrationConformance } from "../conformance/migrations.ts"
@@ -22,3 +23,4 @@ handBackConformance("sqlite")
 migrationConformance("sqlite")
 badInputConformance("sqlite")
 observabilityConformance("sqlite")
+historyConformance("sqlite")

@@ -513,7 +513,16 @@ export const jobConformance = (adapter: AdapterName) =>
             const interrupted = yield* row(once.id)
             expect(interrupted).toMatchObject({ status: "interrupted", attempts: 1, claimToken: null })
             expect(interrupted.lastError).toContain("not idempotent")
-            expect(yield* row(again.id)).toMatchObject({ status: "pending", attempts: 1, claimToken: null })
+            const retried = yield* row(again.id)
+            expect(retried).toMatchObject({ status: "pending", attempts: 1, claimToken: null })
+            // Each reaped attempt is in its job's history, ended when the reaper found it
+            // (docs/behaviour.md §12).
+            const reaped = { attempt: 1, startedAt: T0, endedAt: T0 + 601 * SECOND, host: "a" }
+            expect(interrupted.history).toEqual([
+              { ...reaped, outcome: "interrupted", error: interrupted.lastError }
+            ])
+            expect(retried.history).toEqual([{ ...reaped, outcome: "failed", error: retried.lastError }])
+            expect(retried.lastError).toContain("reaped")
           })
         )
       }))

@@ -470,8 +470,26 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
         lastError: expect.stringContaining("broken on purpose")
       })
       expect(await json("leases", "list")).toEqual([])
-      // a dead job can be retried; finished jobs purged
-      expect(await json("jobs", "retry", dead.id)).toEqual({ id: dead.id, status: "pending" })
+      // its attempts: jobs show (JSON with ISO-8601 times; a table after the fields)
+      const shown = await json("jobs", "show", dead.id)
+      expect(shown).toMatchObject({ id: dead.id, status: "failed" })
+      expect(shown.history.at(-1)).toEqual({
+        attempt: shown.attempts,
+        startedAt: expect.stringMatching(ISO),
+        endedAt: expect.stringMatching(ISO),
+        outcome: "dead",
+        error: expect.stringContaining("broken on purpose"),
+        host: "cli-worker"
+      })
+      const page = await cli("jobs", "show", dead.id)
+      expect(page.stdout).toMatch(/^id +[0-9a-f-]+\n/)
+      expect(page.stdout).toMatch(/attempts \(last \d+\):\nattempt +startedAt +endedAt +outcome +host +error\n/)
+      // dead jobs by filter: nothing matches, then one by name; a bare discard is refused
+      expect(await json("jobs", "retry", "--status", "interrupted")).toEqual({ retried: 0 })
+      oneLine(await cli("jobs", "discard"), 1, /give a job id, a filter .* or --all/)
+      expect(await json("jobs", "retry", "--name", "Broken", "--older-than", "0")).toEqual({ retried: 1 })
+      failsCleanly(await cli("jobs", "discard", dead.id), /no failed or interrupted job/)
+      expect(await json("jobs", "discard", "--all")).toEqual({ discarded: 0 })
       expect(await json("jobs", "purge", "--older-than", "0")).toEqual({ purged: expect.any(Number) })
     }, 180_000)
 
@@ -589,6 +607,8 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
           ["jobs", "list"],
           ["jobs", "stats"],
           ["jobs", "retry", "00000000-0000-0000-0000-000000000000"],
+          ["jobs", "show", "00000000-0000-0000-0000-000000000000"],
+          ["jobs", "discard", "--all"],
           ["jobs", "purge"],
           ["leases", "list"],
           ["leases", "clear", "x"],
@@ -637,6 +657,10 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
         [
           ["jobs", "purge", "--status", "pending"],
           "--status: expected one of completed, failed, interrupted, got 'pending'"
+        ],
+        [
+          ["jobs", "discard", "--status", "completed"],
+          "--status: expected one of failed, interrupted, got 'completed'"
         ],
         [
           ["jobs", "purge", "--older-than", "soon"],

@@ -8,7 +8,16 @@ import { Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { isStale } from "../../core/jobs.ts"
 import type { LeaseRow } from "../../core/lease.ts"
-import type { ClaimInput, ClaimResult, HostRow, JobCount, JobRow, NewJob, QueueDepth } from "../../core/model.ts"
+import type {
+  ClaimInput,
+  ClaimResult,
+  DeadJobFilter,
+  HostRow,
+  JobCount,
+  JobRow,
+  NewJob,
+  QueueDepth
+} from "../../core/model.ts"
 import { tableNames } from "../../core/tables.ts"
 import {
   applyClaim,
@@ -21,12 +30,14 @@ import {
   applyReap,
   applyRetryDead,
   claimOrder,
+  deadOrder,
   handOffOrder,
   isWaiting,
   isDue,
   isOurs,
   isRetryable,
   keyFreed,
+  matchesDead,
   mayDefer,
   newJobRow
 } from "../../core/transitions.ts"
@@ -149,6 +160,20 @@ export const makeMemoryJobStore = (
       return [results, next]
     })
 
+  // Up to `limit` dead rows matching `filter`, longest dead first, each replaced by `change`
+  // (or deleted when it gives undefined); how many.
+  const deadWhere = (filter: DeadJobFilter, limit: number, change: (row: JobRow) => JobRow | undefined) =>
+    jobsTable((rows) => {
+      const taken = [...rows.values()].filter((r) => matchesDead(r, filter)).sort(deadOrder).slice(0, limit)
+      const next = new Map(rows)
+      for (const r of taken) {
+        const changed = change(r)
+        if (changed === undefined) next.delete(r.id)
+        else next.set(r.id, changed)
+      }
+      return [taken.length, next]
+    })
+
   const upsertHost = (host: string, now: number, change: (row: HostRow) => HostRow) =>
     hostsTable((rows) => [undefined, put(rows, host, change(rows.get(host) ?? newHost(host, now)))])
 
@@ -252,6 +277,8 @@ export const makeMemoryJobStore = (
         return [[...depths.values()].sort(byName<QueueDepth>((d) => d.queue))]
       }),
     retryDead: (id, now) => update(id, isRetryable, (r) => applyRetryDead(r, now)),
+    retryDeadWhere: (filter, now, limit) => deadWhere(filter, limit, (r) => applyRetryDead(r, now)),
+    discardDeadWhere: (filter, limit) => deadWhere(filter, limit, () => undefined),
     purge: (status, before) =>
       jobsTable((rows) => {
         const next = new Map(rows)

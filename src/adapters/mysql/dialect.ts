@@ -3,8 +3,9 @@
  * `affectedRows` (mysql2 counts matched rows). Tables use utf8mb4 with a binary collation so
  * names compare exactly as written (the server default is case-insensitive).
  */
+import { MAX_HISTORY } from "../../core/history.ts"
 import { type Dialect, errorCode, isNetworkError, JOB_COLUMNS, newJobRows } from "../sql/dialect.ts"
-import { RawSql, type Syntax, sqlFor } from "../sql/statement.ts"
+import { literalInt, RawSql, type Syntax, sqlFor } from "../sql/statement.ts"
 
 const syntax: Syntax = {
   name: "mysql",
@@ -106,7 +107,13 @@ export const mysql: Dialect = {
     upsertHost: ({ sql, hosts }, host, now, maxConcurrent, codeVersion) =>
       sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining, code_version) VALUES (${host}, ${now}, ${now}, 0, ${maxConcurrent}, 0, ${codeVersion}) ON DUPLICATE KEY UPDATE last_seen_at = VALUES(last_seen_at), max_concurrent = VALUES(max_concurrent), code_version = VALUES(code_version)`,
     ensureHost: ({ sql, hosts }, host, now) =>
-      sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining) VALUES (${host}, ${now}, ${now}, 0, 0, 0) ON DUPLICATE KEY UPDATE host = host`
+      sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining) VALUES (${host}, ${now}, ${now}, 0, 0, 0) ON DUPLICATE KEY UPDATE host = host`,
+    // JSON_REMOVE drops the oldest record once the history is full; CAST keeps the end time an
+    // integer in the JSON whatever type the driver sends it as.
+    appendHistory: ({ sql }, e) =>
+      sql`history = JSON_ARRAY_APPEND(CASE WHEN JSON_LENGTH(COALESCE(history, '[]')) >= ${
+        literalInt(MAX_HISTORY)
+      } THEN JSON_REMOVE(history, '$[0]') ELSE COALESCE(history, '[]') END, '$', JSON_OBJECT('attempt', attempts, 'startedAt', updated_at, 'endedAt', CAST(${e.endedAt} AS SIGNED), 'outcome', ${e.outcome}, 'error', ${e.error}, 'host', claimed_by))`
   },
   // On a Galera cluster a transaction that loses certification (another node committed a write
   // to the same row first: two claims of one job, two inserts of one lease) fails at COMMIT, or

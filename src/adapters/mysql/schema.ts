@@ -75,6 +75,19 @@ const addColumn = (table: string, column: string, definition: string): SchemaSte
     definition
   )
 
+// No CREATE INDEX IF NOT EXISTS on MySQL (MariaDB has): the catalog says whether an index is there.
+const indexUnless = (
+  t: TableNames,
+  suffix: string,
+  create: (q: ReturnType<typeof quotedTables>) => Statement
+): SchemaStep => ({
+  unless:
+    my`SELECT 1 FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = ${t.jobs} AND index_name = ${
+      indexName(t.jobs, suffix)
+    }`,
+  then: create(quotedTables(syntax, t))
+})
+
 /** MySQL/MariaDB's schema statements. */
 // MySQL has no partial indexes, and InnoDB's purge removes the index entries of old row
 // versions within moments, so migration 3 has nothing to do here.
@@ -83,16 +96,11 @@ export const mysqlSchema: DialectSchema = {
   createMigrations,
   addColumn,
   bigint: "BIGINT",
+  // MariaDB's JSON is LONGTEXT checked by JSON_VALID; MySQL's its binary JSON type.
+  json: "JSON",
+  // No partial indexes: (status, failed_at) serves the same lookups.
+  deadIndex: (t) => indexUnless(t, "dead", (q) => my`CREATE INDEX ${q.deadIndex} ON ${q.jobs} (status, failed_at)`),
   leanIndexes: () => [],
-  // No CREATE INDEX IF NOT EXISTS on MySQL either: the catalog says whether the index is there.
-  createdIndex: (t) => {
-    const q = quotedTables(syntax, t)
-    return {
-      unless:
-        my`SELECT 1 FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = ${t.jobs} AND index_name = ${
-          indexName(t.jobs, "created")
-        }`,
-      then: my`CREATE INDEX ${q.createdIndex} ON ${q.jobs} (created_at, id)`
-    }
-  }
+  createdIndex: (t) =>
+    indexUnless(t, "created", (q) => my`CREATE INDEX ${q.createdIndex} ON ${q.jobs} (created_at, id)`)
 }

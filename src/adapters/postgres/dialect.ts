@@ -2,9 +2,10 @@
  * PostgreSQL: every statement that is PostgreSQL's own. Placeholders are `$1…`; BIGINT comes
  * back as a string; row counts are `rowCount`.
  */
+import { MAX_HISTORY } from "../../core/history.ts"
 import type { NewJob } from "../../core/model.ts"
 import { type Dialect, errorCode, isNetworkError, JOB_COLUMNS, type JobSqlContext, newJobRows } from "../sql/dialect.ts"
-import { RawSql, type Syntax, sqlFor } from "../sql/statement.ts"
+import { literalInt, RawSql, type Syntax, sqlFor } from "../sql/statement.ts"
 
 const syntax: Syntax = {
   name: "pg",
@@ -131,7 +132,13 @@ SELECT (SELECT COUNT(*) FROM back) AS handed_back, (SELECT COUNT(*) FROM release
     upsertHost: ({ sql, hosts }, host, now, maxConcurrent, codeVersion) =>
       sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining, code_version) VALUES (${host}, ${now}, ${now}, 0, ${maxConcurrent}, 0, ${codeVersion}) ON CONFLICT (host) DO UPDATE SET last_seen_at = EXCLUDED.last_seen_at, max_concurrent = EXCLUDED.max_concurrent, code_version = EXCLUDED.code_version`,
     ensureHost: ({ sql, hosts }, host, now) =>
-      sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining) VALUES (${host}, ${now}, ${now}, 0, 0, 0) ON CONFLICT (host) DO NOTHING`
+      sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining) VALUES (${host}, ${now}, ${now}, 0, 0, 0) ON CONFLICT (host) DO NOTHING`,
+    // jsonb: `- 0` drops the oldest record once the history is full; the casts type the
+    // parameters, which jsonb_build_object's variadic "any" cannot infer.
+    appendHistory: ({ sql }, e) =>
+      sql`history = CASE WHEN jsonb_array_length(COALESCE(history, '[]'::jsonb)) >= ${
+        literalInt(MAX_HISTORY)
+      } THEN history - 0 ELSE COALESCE(history, '[]'::jsonb) END || jsonb_build_array(jsonb_build_object('attempt', attempts, 'startedAt', updated_at, 'endedAt', ${e.endedAt}::bigint, 'outcome', ${e.outcome}::text, 'error', ${e.error}::text, 'host', claimed_by))`
   },
   isTransient: (cause) => ["40P01", "40001"].includes(errorCode(cause) ?? ""),
   // Class 08 (connection exception), 57P01–57P03 (server shutting down or not yet up), a socket

@@ -3,7 +3,7 @@
  * shared migration list, src/adapters/sql/schema.ts, puts each dialect's statements in order.
  */
 import type { TableNames } from "../../core/tables.ts"
-import { type DialectSchema, partialIndexSteps, quotedTables } from "../sql/schemaNames.ts"
+import { type DialectSchema, partialDeadIndex, partialIndexSteps, quotedTables } from "../sql/schemaNames.ts"
 import { checkIdentifier, RawSql, type Statement, sqlFor } from "../sql/statement.ts"
 import { postgres } from "./dialect.ts"
 
@@ -73,6 +73,8 @@ export const postgresSchema: DialectSchema = {
   createMigrations,
   addColumn,
   bigint: "BIGINT",
+  json: "JSONB",
+  deadIndex: (t) => partialDeadIndex(syntax, t),
   leanIndexes: (t) => partialIndexSteps(syntax, t),
   createdIndex: (t) => {
     const q = quotedTables(syntax, t)

@@ -489,6 +489,10 @@ export const make = (
           (r) => r.map((x) => ({ queue: String(x.queue), due: int(x.n), oldestRunAt: decodeEpochMs(x.oldest) }))
         ),
       retryDead: (id, now) => yes("retry dead", s.retryDead(id, now)),
+      retryDeadWhere: (filter, now, limit) =>
+        retryTransient(dialect, "retry dead", write(s.retryDeadWhere(filter, now, limit))),
+      discardDeadWhere: (filter, limit) =>
+        retryTransient(dialect, "discard dead", write(s.discardDeadWhere(filter, limit))),
       purge: (status, before) => changed(s.purge(status, before)),
       touchHost: (host, now, fields) => Effect.asVoid(changed(s.upsertHost(host, now, fields))),
       getHost: (host) => first(s.hostByName(host), decodeHostRow),

@@ -1,4 +1,5 @@
 /** Rows as the drivers return them (BIGINT as string, number or bigint), decoded to the domain's. */
+import { decodeHistory } from "../../core/history.ts"
 import { decodeEpochMs, type LeaseRow } from "../../core/lease.ts"
 import type { JobStatus } from "../../core/jobs.ts"
 import type { HostRow, JobRow, UniqueUntil } from "../../core/model.ts"
@@ -36,7 +37,8 @@ export const decodeJobRow = (r: Record<string, unknown>): JobRow => ({
   completedAt: msOrNull(r.completed_at),
   failedAt: msOrNull(r.failed_at),
   createdAt: decodeEpochMs(r.created_at),
-  updatedAt: decodeEpochMs(r.updated_at)
+  updatedAt: decodeEpochMs(r.updated_at),
+  history: decodeHistory(r.history)
 })
 
 /** Decodes a host row. */

@@ -2,6 +2,7 @@
  * What each dialect folder (src/adapters/postgres, mysql, sqlite) supplies to the shared SQL
  * stores: its syntax, its own statements, and how it classifies driver errors.
  */
+import type { AttemptOutcome } from "../../core/history.ts"
 import { type LeaseRow, leaseWindowMs } from "../../core/lease.ts"
 import type { ClaimInput, NewJob } from "../../core/model.ts"
 import { joined, RawSql, type SqlList, type Statement, type Syntax } from "./statement.ts"
@@ -110,7 +111,7 @@ export const errorCode = (cause: unknown): string | undefined => {
 /** The columns of a job row, in table order. */
 export const JOB_COLUMNS = new RawSql(
   "id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, claim_token, claimed_by, " +
-    "unique_key, unique_until_finished, lease_name, heartbeat_at, grace_ms, stale_at, last_error, run_at, completed_at, failed_at, created_at, updated_at"
+    "unique_key, unique_until_finished, lease_name, heartbeat_at, grace_ms, stale_at, last_error, run_at, completed_at, failed_at, created_at, updated_at, history"
 )
 
 /**
@@ -284,6 +285,20 @@ export interface JobDialect {
   ) => Statement
   /** Inserts a host row if it is missing. */
   readonly ensureHost: (c: JobSqlContext, host: string, now: number) => Statement
+  /**
+   * `history = …`: the row's history (migration 7) with the attempt it holds appended, its
+   * number, claim time and host read from the row as it was (`attempts`, `updated_at`,
+   * `claimed_by`), keeping the last `MAX_HISTORY` (src/core/history.ts). It goes first in a SET
+   * list, since MySQL assigns left to right.
+   */
+  readonly appendHistory: (c: JobSqlContext, entry: HistoryParts) => Statement
+}
+
+/** The attempt record an ending attempt appends, beside what the row itself holds. */
+export interface HistoryParts {
+  readonly endedAt: number
+  readonly outcome: AttemptOutcome
+  readonly error: string | null
 }
 
 /** The pieces of a one-statement finish. */

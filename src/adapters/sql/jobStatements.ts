@@ -4,9 +4,9 @@
  */
 import type { ReapDecision } from "../../core/jobs.ts"
 import { leaseWindowMs } from "../../core/lease.ts"
-import type { Claim, ClaimInput, JobFilter, JobRow, NewJob, Outcome } from "../../core/model.ts"
+import type { Claim, ClaimInput, DeadJobFilter, JobFilter, JobRow, NewJob, Outcome } from "../../core/model.ts"
 import type { TableNames } from "../../core/tables.ts"
-import { REAPED_DEAD, REAPED_RETRY } from "../../core/transitions.ts"
+import { attemptOutcomeOf, outcomeError, REAPED_DEAD, REAPED_RETRY } from "../../core/transitions.ts"
 import {
   claimIndexName,
   type ClaimParts,
@@ -17,6 +17,8 @@ import {
   type JobSqlContext
 } from "./dialect.ts"
 import { checkIdentifier, joined, literalInt, RawSql, type Statement, SqlList, sqlFor } from "./statement.ts"
+
+const FAILED_AT = new RawSql("failed_at")
 
 /** The job and host statements for one dialect and one table prefix. */
 export const jobStatements = (dialect: Dialect, tables: TableNames) => {
@@ -60,17 +62,36 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
   // Past the deadline the claim or the last heartbeat wrote (core's isStale; rows without one
   // are read apart and judged in core).
   const pastDeadline = (now: number) => sql`status = 'processing' AND stale_at < ${now}`
+  // The ending attempt's record appended to the row's history (core's applyOutcome, applyReap).
+  const ended = (now: number, o: Outcome | ReapDecision) =>
+    d.appendHistory(c, { endedAt: now, outcome: attemptOutcomeOf(o), error: outcomeError(o) })
   const outcome = (id: string, token: string, now: number, o: Outcome): Statement => {
     const ours = sql`WHERE id = ${id} AND status = 'processing' AND claim_token = ${token}`
+    const h = ended(now, o)
     switch (o._tag) {
       case "Complete":
-        return sql`UPDATE ${jobs} SET status = 'completed', completed_at = ${now}, stale_at = NULL, updated_at = ${now} ${ours}`
+        return sql`UPDATE ${jobs} SET ${h}, status = 'completed', completed_at = ${now}, stale_at = NULL, updated_at = ${now} ${ours}`
       case "Retry":
-        return sql`UPDATE ${jobs} SET status = 'pending', run_at = ${o.runAt}, last_error = ${o.error}, claim_token = NULL, stale_at = NULL, updated_at = ${now} ${ours}`
+        return sql`UPDATE ${jobs} SET ${h}, status = 'pending', run_at = ${o.runAt}, last_error = ${o.error}, claim_token = NULL, stale_at = NULL, updated_at = ${now} ${ours}`
       case "Kill":
-        return sql`UPDATE ${jobs} SET status = 'failed', failed_at = ${now}, last_error = ${o.error}, stale_at = NULL, updated_at = ${now} ${ours}`
+        return sql`UPDATE ${jobs} SET ${h}, status = 'failed', failed_at = ${now}, last_error = ${o.error}, stale_at = NULL, updated_at = ${now} ${ours}`
     }
   }
+  // Dead rows matching a filter (core's matchesDead).
+  const dead = (f: DeadJobFilter) =>
+    sql`status IN (${new SqlList(f.statuses)}) AND failed_at <= ${f.diedBefore}${
+      f.ids === undefined ? empty : sql` AND id IN (${new SqlList(f.ids)})`
+    }${f.name === undefined ? empty : sql` AND name = ${f.name}`}${
+      f.queue === undefined ? empty : sql` AND queue = ${f.queue}`
+    }`
+  // Up to `limit` rows matching `where`, oldest `by` first, picked through a derived table: MySQL
+  // refuses a subquery on the table it updates or deletes from, but not one it had to
+  // materialise (the LIMIT makes it so); the same text runs everywhere. The outer statement
+  // checks `where` again on each row it changes.
+  const picked = (where: Statement, by: RawSql, limit: number) =>
+    sql`id IN (SELECT id FROM (SELECT id FROM ${jobs} WHERE ${where} ORDER BY ${by}, id LIMIT ${
+      literalInt(limit)
+    }) AS picked) AND ${where}`
   // A claim undone (core's applyGiveBack), only by its own attempt and only with an attempt to
   // give back (core's mayDefer): a deferral and a give-back both end so.
   const givenBack = (now: number) =>
@@ -95,6 +116,10 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
       : sql`WHERE id = ${row.id} AND attempts = ${row.attempts} AND status = 'processing' AND stale_at IS NULL AND COALESCE(heartbeat_at, updated_at) = ${
         row.heartbeatAt ?? row.updatedAt
       }`
+
+  // A dead job put back (core's applyRetryDead).
+  const revived = (now: number) =>
+    sql`status = 'pending', attempts = 0, run_at = ${now}, claim_token = NULL, failed_at = NULL, updated_at = ${now}`
 
   return {
     /** The quoted tables and builder, for the dialect's own strategy statements. */
@@ -134,7 +159,9 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
      * returns the id and token of each row it completed (two attempts of one job may meet here).
      */
     completeBatch: (items: ReadonlyArray<{ readonly id: string; readonly token: string }>, now: number) =>
-      sql`UPDATE ${jobs} SET status = 'completed', completed_at = ${now}, stale_at = NULL, updated_at = ${now} WHERE status = 'processing' AND (${
+      sql`UPDATE ${jobs} SET ${
+        ended(now, { _tag: "Complete" })
+      }, status = 'completed', completed_at = ${now}, stale_at = NULL, updated_at = ${now} WHERE status = 'processing' AND (${
         joined(items.map((i) => sql`(id = ${i.id} AND claim_token = ${i.token})`), " OR ")
       })${d.updateReports === "rows" ? sql` RETURNING id, claim_token` : empty}`,
     /** The id and token of each of `ids` that is completed, to tell which of a batch were ours. */
@@ -191,13 +218,14 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
       now: number
     ) => {
       const guard = reapGuard(row, now)
+      const h = ended(now, decision)
       switch (decision._tag) {
         case "Retry":
-          return sql`UPDATE ${jobs} SET status = 'pending', run_at = ${decision.runAt}, claim_token = NULL, last_error = ${REAPED_RETRY}, stale_at = NULL, updated_at = ${now} ${guard}`
+          return sql`UPDATE ${jobs} SET ${h}, status = 'pending', run_at = ${decision.runAt}, claim_token = NULL, last_error = ${REAPED_RETRY}, stale_at = NULL, updated_at = ${now} ${guard}`
         case "Dead":
-          return sql`UPDATE ${jobs} SET status = 'failed', failed_at = ${now}, claim_token = NULL, last_error = ${REAPED_DEAD}, stale_at = NULL, updated_at = ${now} ${guard}`
+          return sql`UPDATE ${jobs} SET ${h}, status = 'failed', failed_at = ${now}, claim_token = NULL, last_error = ${REAPED_DEAD}, stale_at = NULL, updated_at = ${now} ${guard}`
         case "Interrupted":
-          return sql`UPDATE ${jobs} SET status = 'interrupted', failed_at = ${now}, claim_token = NULL, last_error = ${decision.message}, stale_at = NULL, updated_at = ${now} ${guard}`
+          return sql`UPDATE ${jobs} SET ${h}, status = 'interrupted', failed_at = ${now}, claim_token = NULL, last_error = ${decision.message}, stale_at = NULL, updated_at = ${now} ${guard}`
       }
     },
     handOff: (leaseName: string, now: number, exceptId = "") => d.handOff(c, leaseName, now, exceptId),
@@ -211,7 +239,13 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
     queueDepths: (now: number) =>
       sql`SELECT queue, COUNT(*) AS n, MIN(run_at) AS oldest FROM ${jobs} WHERE status = 'pending' AND run_at <= ${now} GROUP BY queue ORDER BY queue`,
     retryDead: (id: string, now: number) =>
-      sql`UPDATE ${jobs} SET status = 'pending', attempts = 0, run_at = ${now}, claim_token = NULL, failed_at = NULL, updated_at = ${now} WHERE id = ${id} AND status IN ('failed', 'interrupted')`,
+      sql`UPDATE ${jobs} SET ${revived(now)} WHERE id = ${id} AND status IN ('failed', 'interrupted')`,
+    /** Up to `limit` dead jobs matching `f`, longest dead first, back to pending (core's applyRetryDead). */
+    retryDeadWhere: (f: DeadJobFilter, now: number, limit: number) =>
+      sql`UPDATE ${jobs} SET ${revived(now)} WHERE ${picked(dead(f), FAILED_AT, limit)}`,
+    /** Deletes up to `limit` dead jobs matching `f`, longest dead first. */
+    discardDeadWhere: (f: DeadJobFilter, limit: number) =>
+      sql`DELETE FROM ${jobs} WHERE ${picked(dead(f), FAILED_AT, limit)}`,
     purge: (status: "completed" | "failed" | "interrupted", before: number) =>
       status === "completed"
         ? sql`DELETE FROM ${jobs} WHERE status = 'completed' AND completed_at < ${before}`

@@ -183,6 +183,27 @@ export const addUniqueScope: Migration = {
   memoryTables: () => []
 }
 
+// ---------------------------------------------------------------------------------------------
+// Migration 7: each job's attempt history, and an index of dead rows.
+//
+// `history` holds the job's last attempts as a JSON array (src/core/history.ts), appended to by
+// the statement that ends an attempt (the outcome, the batch completion, the reap), so keeping
+// it costs no round trip; NULL until the first attempt ends. Retrying, discarding and purging
+// dead jobs look them up by status and `failed_at`, which no earlier index serves (migration 3
+// left PostgreSQL and SQLite without a status-first index): a partial index of dead rows there,
+// (status, failed_at) on MySQL.
+
+/** Migration 7: `history` on the jobs table, and the dead-row index. */
+export const addAttemptHistory: Migration = {
+  id: 7,
+  name: "attempt history and dead-job index",
+  statements: (dialect, t) => {
+    const { addColumn, json, deadIndex } = schemas[dialect]
+    return [addColumn(t.jobs, "history", `${json} NULL`), deadIndex(t)]
+  },
+  memoryTables: () => []
+}
+
 /** leasehold's migrations, in the order they apply. Append new ones; never edit an applied one. */
 export const migrations: ReadonlyArray<Migration> = [
   createJobTables,
@@ -190,7 +211,8 @@ export const migrations: ReadonlyArray<Migration> = [
   leanIndexes,
   addLeaseTokens,
   browseIndex,
-  addUniqueScope
+  addUniqueScope,
+  addAttemptHistory
 ]
 
 // ---------------------------------------------------------------------------------------------

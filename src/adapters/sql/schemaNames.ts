@@ -40,7 +40,9 @@ export const quotedTables = (syntax: Syntax, t: TableNames) => {
     staleIndex: q(indexName(t.jobs, "stale_at")),
     undatedIndex: q(indexName(t.jobs, "undated")),
     // Migration 5's (./schema.ts).
-    createdIndex: q(indexName(t.jobs, "created"))
+    createdIndex: q(indexName(t.jobs, "created")),
+    // Migration 7's index of dead rows (./schema.ts).
+    deadIndex: q(indexName(t.jobs, "dead"))
   }
 }
 
@@ -60,6 +62,17 @@ export const partialIndexSteps = (syntax: Syntax, t: TableNames): ReadonlyArray<
     sql`CREATE INDEX IF NOT EXISTS ${q.staleIndex} ON ${q.jobs} (stale_at) WHERE stale_at IS NOT NULL`,
     sql`CREATE INDEX IF NOT EXISTS ${q.undatedIndex} ON ${q.jobs} (updated_at) WHERE status = 'processing' AND stale_at IS NULL`
   ]
+}
+
+/**
+ * Migration 7 where the database has partial indexes (PostgreSQL, SQLite): dead rows by when they
+ * died, for retrying, discarding and purging them. Why: src/adapters/sql/schema.ts.
+ */
+export const partialDeadIndex = (syntax: Syntax, t: TableNames): Statement => {
+  const q = quotedTables(syntax, t)
+  return sqlFor(
+    syntax
+  )`CREATE INDEX IF NOT EXISTS ${q.deadIndex} ON ${q.jobs} (failed_at) WHERE status IN ('failed', 'interrupted')`
 }
 
 /**
@@ -89,6 +102,10 @@ export interface DialectSchema {
   readonly addColumn: (table: string, column: string, definition: string) => SchemaStep
   /** The column type of an epoch-ms or other 64-bit integer. */
   readonly bigint: string
+  /** The column type of a JSON document (migration 7's attempt history). */
+  readonly json: string
+  /** Migration 7: the index of dead rows by `failed_at`. */
+  readonly deadIndex: (t: TableNames) => SchemaStep
   /** Migration 3: indexes no statement on one job's row can walk through (none on MySQL). */
   readonly leanIndexes: (t: TableNames) => ReadonlyArray<SchemaStep>
   /** Migration 5: the jobs table's `(created_at, id)` index, unless it is there already. */

@@ -2,6 +2,7 @@
  * SQLite: every statement that is SQLite's own. Placeholders are `?`; INTEGER holds epoch ms;
  * row counts are better-sqlite3's `changes`.
  */
+import { MAX_HISTORY } from "../../core/history.ts"
 import {
   type ClaimParts,
   type Dialect,
@@ -10,7 +11,7 @@ import {
   type JobSqlContext,
   newJobRows
 } from "../sql/dialect.ts"
-import { RawSql, type Syntax, sqlFor } from "../sql/statement.ts"
+import { literalInt, RawSql, type Syntax, sqlFor } from "../sql/statement.ts"
 
 const syntax: Syntax = {
   name: "sqlite",
@@ -89,7 +90,13 @@ export const sqlite: Dialect = {
     upsertHost: ({ sql, hosts }, host, now, maxConcurrent, codeVersion) =>
       sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining, code_version) VALUES (${host}, ${now}, ${now}, 0, ${maxConcurrent}, 0, ${codeVersion}) ON CONFLICT (host) DO UPDATE SET last_seen_at = excluded.last_seen_at, max_concurrent = excluded.max_concurrent, code_version = excluded.code_version`,
     ensureHost: ({ sql, hosts }, host, now) =>
-      sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining) VALUES (${host}, ${now}, ${now}, 0, 0, 0) ON CONFLICT (host) DO NOTHING`
+      sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining) VALUES (${host}, ${now}, ${now}, 0, 0, 0) ON CONFLICT (host) DO NOTHING`,
+    // json_remove drops the oldest record once the history is full; CAST keeps the end time an
+    // integer in the JSON whatever type the driver binds it as.
+    appendHistory: ({ sql }, e) =>
+      sql`history = json_insert(CASE WHEN json_array_length(COALESCE(history, '[]')) >= ${
+        literalInt(MAX_HISTORY)
+      } THEN json_remove(history, '$[0]') ELSE COALESCE(history, '[]') END, '$[#]', json_object('attempt', attempts, 'startedAt', updated_at, 'endedAt', CAST(${e.endedAt} AS INTEGER), 'outcome', ${e.outcome}, 'error', ${e.error}, 'host', claimed_by))`
   },
   isTransient: (cause) => ["SQLITE_BUSY", "SQLITE_BUSY_SNAPSHOT"].includes(errorCode(cause) ?? ""),
   // In-process: there is no connection to lose.

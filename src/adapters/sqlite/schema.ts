@@ -5,7 +5,13 @@
  * SQLite: INTEGER holds every whole number (epoch ms included).
  */
 import type { TableNames } from "../../core/tables.ts"
-import { addColumnUnless, type DialectSchema, partialIndexSteps, quotedTables } from "../sql/schemaNames.ts"
+import {
+  addColumnUnless,
+  type DialectSchema,
+  partialDeadIndex,
+  partialIndexSteps,
+  quotedTables
+} from "../sql/schemaNames.ts"
 import type { SchemaStep } from "../../ports/MigrationStore.ts"
 import { type Statement, sqlFor } from "../sql/statement.ts"
 import { sqlite } from "./dialect.ts"
@@ -80,6 +86,8 @@ export const sqliteSchema: DialectSchema = {
   createMigrations,
   addColumn,
   bigint: "INTEGER",
+  json: "TEXT",
+  deadIndex: (t) => partialDeadIndex(syntax, t),
   leanIndexes: (t) => partialIndexSteps(syntax, t),
   createdIndex: (t) => {
     const q = quotedTables(syntax, t)

@@ -1,11 +1,12 @@
-/** What `jobs list | stats | retry | purge` do (declared in ../commands/jobs.ts, loaded only to run). */
+/** What `jobs list | show | stats | retry | discard | purge` do (declared in ../commands/jobs.ts, loaded only to run). */
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { JobStatus } from "../../core/jobs.ts"
-import type { JobRow } from "../../core/model.ts"
+import type { DeadStatus, JobRow } from "../../core/model.ts"
 import { JobStore } from "../../ports/JobStore.ts"
+import { type DeadJobsFilter, discardDead, retryDead } from "../../runtime/deadJobs.ts"
 import { withStore } from "../database.ts"
 import { CliError, iso, print, table } from "../format.ts"
 import type { Common } from "../options.ts"
@@ -19,7 +20,8 @@ export const jobJson = (r: JobRow) => ({
   completedAt: iso(r.completedAt),
   failedAt: iso(r.failedAt),
   createdAt: iso(r.createdAt),
-  updatedAt: iso(r.updatedAt)
+  updatedAt: iso(r.updatedAt),
+  history: r.history.map((h) => ({ ...h, startedAt: iso(h.startedAt), endedAt: iso(h.endedAt) }))
 })
 
 /** The values of `jobs list`. */
@@ -62,21 +64,92 @@ export const stats = (c: Common) =>
     })
   )
 
-/** The values of `jobs retry`. */
-export interface RetryConfig extends Common {
+/** The values of `jobs show`. */
+export interface ShowConfig extends Common {
   readonly id: string
 }
 
-/** `jobs retry`: only a dead job (failed or interrupted) goes back to pending; anything else is an error line. */
-export const retry = (c: RetryConfig) =>
+/** `jobs show`: one job's fields, then its attempt history, oldest first. */
+export const show = (c: ShowConfig) =>
   withStore(
     c,
     { create: false },
     Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      const ok = yield* (yield* JobStore).retryDead(c.id, now)
-      if (!ok) return yield* new CliError({ message: `no failed or interrupted job with id ${c.id}` })
-      yield* print(c, { id: c.id, status: "pending" }, () => `job ${c.id} is pending again`)
+      const found = yield* (yield* JobStore).get(c.id)
+      if (Option.isNone(found)) return yield* new CliError({ message: `no job with id ${c.id}` })
+      const r = found.value
+      const j = jobJson(r)
+      yield* print(c, j, (width) => {
+        const fields = Object.entries(j).filter(([k]) => k !== "history" && k !== "payload")
+        const label = Math.max(...fields.map(([k]) => k.length))
+        return [
+          ...fields.map(([k, v]) => `${k.padEnd(label)}  ${v === null ? "-" : String(v)}`),
+          `${"payload".padEnd(label)}  ${r.payload}`,
+          "",
+          `attempts (last ${r.history.length}):`,
+          table(j.history, ["attempt", "startedAt", "endedAt", "outcome", "host", "error"], { width })
+        ].join("\n")
+      })
+    })
+  )
+
+/** The values of `jobs retry` and `jobs discard`. */
+export interface DeadConfig extends Common {
+  readonly id: Option.Option<string>
+  readonly name: Option.Option<string>
+  readonly queue: Option.Option<string>
+  readonly status: Option.Option<DeadStatus>
+  readonly olderThan: Option.Option<number>
+  readonly all: boolean
+}
+
+// The filter the options give; with neither an id nor a filter, --all is required, so a bare
+// `jobs discard` never deletes every dead job by accident.
+const deadFilter = (c: DeadConfig): Effect.Effect<DeadJobsFilter, CliError> => {
+  const filter: DeadJobsFilter = {
+    ids: Option.match(c.id, { onNone: () => undefined, onSome: (id) => [id] }),
+    name: Option.getOrUndefined(c.name),
+    queue: Option.getOrUndefined(c.queue),
+    status: Option.getOrUndefined(c.status),
+    olderThan: Option.getOrUndefined(c.olderThan)
+  }
+  return Object.values(filter).every((v) => v === undefined) && !c.all
+    ? Effect.fail(
+      new CliError({ message: "give a job id, a filter (--name, --queue, --status, --older-than) or --all" })
+    )
+    : Effect.succeed(filter)
+}
+
+/**
+ * `jobs retry`: dead jobs (failed or interrupted) back to pending. With an id, a job that is not
+ * dead (or does not match) is an error line.
+ */
+export const retry = (c: DeadConfig) =>
+  withStore(
+    c,
+    { create: false },
+    Effect.gen(function*() {
+      const n = yield* retryDead(yield* deadFilter(c))
+      if (Option.isSome(c.id)) {
+        const id = c.id.value
+        if (n === 0) return yield* new CliError({ message: `no failed or interrupted job with id ${id}` })
+        return yield* print(c, { id, status: "pending" }, () => `job ${id} is pending again`)
+      }
+      yield* print(c, { retried: n }, () => `${n} dead job(s) pending again`)
+    })
+  )
+
+/** `jobs discard`: deletes dead jobs. With an id, a job that is not dead (or does not match) is an error line. */
+export const discard = (c: DeadConfig) =>
+  withStore(
+    c,
+    { create: false },
+    Effect.gen(function*() {
+      const n = yield* discardDead(yield* deadFilter(c))
+      if (Option.isSome(c.id) && n === 0) {
+        return yield* new CliError({ message: `no failed or interrupted job with id ${c.id.value}` })
+      }
+      yield* print(c, { discarded: n }, () => `discarded ${n} dead job(s)`)
     })
   )
 

@@ -1,4 +1,7 @@
-/** `leasehold jobs list | stats | retry <id> | purge`: inspecting and repairing job rows (../actions/jobs.ts). */
+/**
+ * `leasehold jobs list | show <id> | stats | retry | discard | purge`: inspecting and repairing
+ * job rows (../actions/jobs.ts).
+ */
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
@@ -24,11 +27,34 @@ const jobsStats = Command.make("stats", opt.common, action(load, (m) => m.stats)
   Command.withDescription("Count jobs per queue and status.")
 )
 
-const jobsRetry = Command.make(
-  "retry",
+const jobsShow = Command.make(
+  "show",
   { ...opt.common, id: Args.text({ name: "job-id" }).pipe(Args.withDescription("The job's id.")) },
-  action(load, (m) => m.retry)
-).pipe(Command.withDescription("Put a failed or interrupted job back to pending."))
+  action(load, (m) => m.show)
+).pipe(Command.withDescription("Show one job and its last attempts (start, end, outcome, error, host)."))
+
+// Which dead jobs `retry` and `discard` take: one id, filters, or --all.
+const deadFilter = {
+  id: Args.text({ name: "job-id" }).pipe(
+    Args.withDescription("One job's id (filters, if given, must match it too)."),
+    Args.optional
+  ),
+  name: opt.text("name", "job", "Only jobs of this type.").pipe(Options.optional),
+  queue: opt.text("queue", "queue", "Only jobs in this queue.").pipe(Options.optional),
+  status: opt.choice("status", ["failed", "interrupted"] as const, "Only jobs in this dead status.").pipe(
+    Options.optional
+  ),
+  olderThan: opt.duration("older-than", "Only jobs that died longer ago than this.").pipe(Options.optional),
+  all: opt.flag("all", "Every dead job (when no id or filter is given).")
+}
+
+const jobsRetry = Command.make("retry", { ...opt.common, ...deadFilter }, action(load, (m) => m.retry)).pipe(
+  Command.withDescription("Put dead (failed or interrupted) jobs back to pending: one by id, or all that match.")
+)
+
+const jobsDiscard = Command.make("discard", { ...opt.common, ...deadFilter }, action(load, (m) => m.discard)).pipe(
+  Command.withDescription("Delete dead (failed or interrupted) jobs: one by id, or all that match.")
+)
 
 const jobsPurge = Command.make(
   "purge",
@@ -45,7 +71,7 @@ const jobsPurge = Command.make(
 ).pipe(Command.withDescription("Delete finished jobs of one status."))
 
 /** The subcommands of `jobs`. */
-export const jobsSubcommands = [jobsList, jobsStats, jobsRetry, jobsPurge] as const
+export const jobsSubcommands = [jobsList, jobsShow, jobsStats, jobsRetry, jobsDiscard, jobsPurge] as const
 
 /** `jobs` and its subcommands. */
 export const jobs = Command.make("jobs").pipe(

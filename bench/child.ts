@@ -131,6 +131,10 @@ const runSpec = async (spec: ChildSpec): Promise<Record<string, number>> => {
         idleStatementsPerSec: r.idleStatementsPerSec
       }
     }
+    case "enqueue": {
+      const r = await need(driver.enqueueBatch, label)(spec.url, param(spec, "jobs"))
+      return { jobs: r.jobs, ms: r.ms, jobsPerSec: (r.jobs / r.ms) * 1000 }
+    }
     case "roundtrips": {
       const n = param(spec, "jobs")
       const rt = need(driver.roundTrips, label)

@@ -13,6 +13,7 @@ export type ScenarioId =
   | "leaselock"
   | "roundtrips"
   | "dashboard"
+  | "enqueue"
 export type SystemId =
   | "leasehold-pg"
   | "leasehold-mariadb"

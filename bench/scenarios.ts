@@ -1,5 +1,5 @@
 /**
- * The benchmark's scenarios (the issue's list, 1–7), their sizes (full and `--quick`), the
+ * The benchmark's scenarios (the issue's list, 1–7; 9, batch enqueue, from issue 14), their sizes (full and `--quick`), the
  * systems each compares, how a median is shown, and the ratios reported.
  */
 import { readFileSync } from "node:fs"
@@ -392,6 +392,35 @@ export const SCENARIOS: ReadonlyArray<ScenarioDef> = [
         label: "leasehold (PostgreSQL) jobs page 90% down ÷ first page, server ms",
         num: ["dashboard", "leasehold-pg", "deepMs"],
         den: ["dashboard", "leasehold-pg", "firstMs"]
+      }
+    ]
+  },
+  // 9. Batch enqueue (issue 14).
+  {
+    id: "enqueue",
+    num: "9",
+    title: (p) => `Batch enqueue: ${int(get(p, "jobs"))} jobs in one call from the client, into empty tables`,
+    full: { jobs: 20_000 },
+    quick: { jobs: 2_000 },
+    systems: [
+      { id: "leasehold-pg", note: "Job.enqueueMany: one transaction, 1,000 rows per INSERT" },
+      { id: "leasehold-mariadb" },
+      { id: "leasehold-sqlite" },
+      { id: "graphile-worker", note: "add_jobs(json_populate_recordset(…)), one statement, as its addJobs" },
+      { id: "pg-boss", note: "boss.insert" }
+    ],
+    primary: "jobsPerSec",
+    show: (m) => `${int(get(m, "jobsPerSec"))} jobs/s (${ms(get(m, "ms"))})`,
+    ratios: [
+      {
+        label: "leasehold (PostgreSQL) ÷ graphile-worker, enqueued jobs/s",
+        num: ["enqueue", "leasehold-pg", "jobsPerSec"],
+        den: ["enqueue", "graphile-worker", "jobsPerSec"]
+      },
+      {
+        label: "leasehold (PostgreSQL) ÷ pg-boss, enqueued jobs/s",
+        num: ["enqueue", "leasehold-pg", "jobsPerSec"],
+        den: ["enqueue", "pg-boss", "jobsPerSec"]
       }
     ]
   }

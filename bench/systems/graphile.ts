@@ -315,7 +315,33 @@ export const enqueueTimed = async (url: string, samples: number): Promise<void> 
   }
 }
 
+/**
+ * 9. `n` jobs sent by the client in one statement, as graphile-worker's own `addJobs` (0.17)
+ * does: `add_jobs` over `json_populate_recordset` of the job specs (0.16 has the SQL function
+ * but not yet the JavaScript wrapper). Migrated first, outside the timing.
+ */
+export const enqueueBatch = async (url: string, n: number): Promise<DrainResult> => {
+  await runMigrations({ connectionString: url, logger })
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    const specs = Array.from({ length: n }, (_, i) => ({ identifier: "noop", payload: { i } }))
+    const t0 = performance.now()
+    await client.query(
+      "SELECT count(*) FROM graphile_worker.add_jobs(ARRAY(SELECT json_populate_recordset(NULL::graphile_worker.job_spec, $1::json)))",
+      [JSON.stringify(specs)]
+    )
+    const ms = performance.now() - t0
+    const stored = await remainingJobs(url)
+    if (stored !== n) throw new Error(`graphile-worker: stored ${stored} jobs, expected ${n}`)
+    return { jobs: n, ms }
+  } finally {
+    await client.end()
+  }
+}
+
 export const graphileWorker: JobSystemDriver = {
+  enqueueBatch,
   throughput,
   exclusiveThroughput,
   hotKey,

@@ -39,7 +39,7 @@ import { SqlClient } from "@effect/sql"
 import { Deferred, Duration, Effect, Layer, Logger, LogLevel, Ref, Schema, type Scope } from "effect"
 import { performance } from "node:perf_hooks"
 import { JobStore } from "../../src/JobStore.ts"
-import { define, enqueue, type AnyJobType } from "../../src/runtime/Job.ts"
+import { define, enqueue, enqueueMany as enqueueBatch, type AnyJobType } from "../../src/runtime/Job.ts"
 import * as Leasehold from "../../src/runtime/Leasehold.ts"
 import * as Migrator from "../../src/runtime/migrate.ts"
 import * as Worker from "../../src/runtime/Worker.ts"
@@ -284,7 +284,26 @@ export const roundTrips = (url: string, n: number, exclusive: boolean): Promise<
     (l) => countingLayer.pipe(Layer.provide(l))
   )
 
+/** 9. `n` jobs by one `Job.enqueueMany` call (one transaction, one INSERT per 1,000 jobs). */
+export const enqueueBatchOf = (url: string, n: number): Promise<DrainResult> =>
+  run(
+    url,
+    Effect.gen(function*() {
+      const payloads = Array.from({ length: n }, (_, i) => ({ i }))
+      const t0 = performance.now()
+      const result = yield* enqueueBatch(Noop, payloads)
+      const ms = performance.now() - t0
+      const counts = yield* (yield* JobStore).counts
+      const stored = counts.reduce((sum, c) => sum + c.count, 0)
+      if (result.inserted !== n || stored !== n) {
+        return yield* Effect.dieMessage(`leasehold: inserted ${result.inserted}, stored ${stored}, expected ${n}`)
+      }
+      return { jobs: n, ms }
+    })
+  )
+
 export const leasehold: JobSystemDriver = {
+  enqueueBatch: enqueueBatchOf,
   throughput,
   exclusiveThroughput,
   hotKey,

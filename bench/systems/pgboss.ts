@@ -71,4 +71,23 @@ export const throughput = async (url: string, n: number, workers: number, hooks:
   }
 }
 
-export const pgBoss: JobSystemDriver = { throughput }
+/** 9. `n` jobs by one `boss.insert` call (one statement). */
+export const enqueueBatch = async (url: string, n: number): Promise<DrainResult> => {
+  const boss = new PgBoss({ connectionString: url })
+  boss.on("error", (e) => console.error("[pg-boss]", e))
+  await boss.start()
+  try {
+    await boss.createQueue(QUEUE)
+    const jobs = Array.from({ length: n }, (_, i) => ({ name: QUEUE, data: { i } }))
+    const t0 = performance.now()
+    await boss.insert(jobs)
+    const ms = performance.now() - t0
+    const r = await boss.getDb().executeSql("SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1", [QUEUE])
+    if (Number(r.rows[0]?.n) !== n) throw new Error(`pg-boss: stored ${String(r.rows[0]?.n)} jobs, expected ${n}`)
+    return { jobs: n, ms }
+  } finally {
+    await boss.stop({ graceful: true, wait: true, timeout: 10_000 })
+  }
+}
+
+export const pgBoss: JobSystemDriver = { throughput, enqueueBatch }

@@ -89,4 +89,9 @@ export interface JobSystemDriver {
   readonly enqueueTimed?: (url: string, samples: number) => Promise<void>
   /** 6. Statements per completed job, plain or exclusive, counted through a wrapped SqlClient. */
   readonly roundTrips?: (url: string, n: number, exclusive: boolean) => Promise<RoundTripsResult>
+  /**
+   * 9. `n` jobs (payload `{ i }`) enqueued by one batch call from the client into empty tables:
+   * `ms` from the call to its return, the jobs counted in the database afterwards.
+   */
+  readonly enqueueBatch?: (url: string, n: number) => Promise<DrainResult>
 }

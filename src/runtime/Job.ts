@@ -301,10 +301,28 @@ export interface EnqueueManyResult {
 }
 
 const inputError = (field: string, reason: string) => Effect.fail(new EnqueueInputError({ field, reason }))
+const inputLeft = (field: string, reason: string) => Either.left(new EnqueueInputError({ field, reason }))
 
 /** Thrown by enqueue's JSON replacer on a number JSON cannot hold. */
 class NonJsonNumber {
   constructor(readonly value: number) {}
+}
+
+/** A schema's encoder and decoder, built once per schema (building one costs more than using it). */
+const codecs = new WeakMap<Schema.Schema<any, any, never>, {
+  readonly encode: (a: unknown) => Either.Either<unknown, ParseResult.ParseError>
+  readonly decode: (u: unknown) => Either.Either<unknown, ParseResult.ParseError>
+}>()
+const codecOf = <A, I>(schema: Schema.Schema<A, I, never>) => {
+  let codec = codecs.get(schema)
+  if (codec === undefined) {
+    codec = { encode: Schema.encodeEither(schema) as never, decode: Schema.decodeUnknownEither(schema) }
+    codecs.set(schema, codec)
+  }
+  return codec as {
+    readonly encode: (a: A) => Either.Either<I, ParseResult.ParseError>
+    readonly decode: (u: unknown) => Either.Either<A, ParseResult.ParseError>
+  }
 }
 
 /**
@@ -317,13 +335,13 @@ const prepare = <A, I, R>(
   payload: A,
   options: EnqueueOptions,
   now: number
-): Effect.Effect<NewJob, PayloadError | EnqueueInputError> =>
-  Effect.gen(function*() {
+): Either.Either<NewJob, PayloadError | EnqueueInputError> =>
+  Either.gen(function*() {
     const payloadError = (reason: string) => new PayloadError({ jobName: type.name, reason })
-    const encoded = yield* Schema.encode(type.schema)(payload).pipe(
-      Effect.mapError((e) => payloadError(ParseResult.TreeFormatter.formatErrorSync(e)))
+    const encoded = yield* codecOf(type.schema).encode(payload).pipe(
+      Either.mapLeft((e) => payloadError(ParseResult.TreeFormatter.formatErrorSync(e)))
     )
-    const json = yield* Effect.try({
+    const json = yield* Either.try({
       // NaN and ±Infinity have no JSON form: JSON.stringify would store null in their place.
       try: () =>
         JSON.stringify(encoded, (_key, value: unknown) => {
@@ -337,60 +355,60 @@ const prepare = <A, I, R>(
             : `not JSON-serialisable: ${String(e)}`
         )
     })
-    if (json === undefined) return yield* payloadError("encodes to nothing")
+    if (json === undefined) return yield* Either.left(payloadError("encodes to nothing"))
     // What is stored must decode again, or every attempt of the job would fail.
-    const stored = yield* Schema.decodeUnknown(type.schema)(JSON.parse(json) as unknown).pipe(
-      Effect.mapError((e) =>
+    const stored = yield* codecOf(type.schema).decode(JSON.parse(json) as unknown).pipe(
+      Either.mapLeft((e) =>
         payloadError(`does not decode again once stored as JSON: ${ParseResult.TreeFormatter.formatErrorSync(e)}`)
       )
     )
 
     const queue = options.queue ?? type.queue
     if (typeof queue !== "string" || queue.length === 0 || queue.length > MAX_NAME_LENGTH) {
-      return yield* inputError("queue", `must be 1 to ${MAX_NAME_LENGTH} characters`)
+      return yield* inputLeft("queue", `must be 1 to ${MAX_NAME_LENGTH} characters`)
     }
     const priority = options.priority ?? type.priority
     if (!isInt32(priority)) {
-      return yield* inputError("priority", `must be a whole number from ${MIN_INT32} to ${MAX_INT32}, got ${priority}`)
+      return yield* inputLeft("priority", `must be a whole number from ${MIN_INT32} to ${MAX_INT32}, got ${priority}`)
     }
     if (options.uniqueKey !== undefined) {
-      if (typeof options.uniqueKey !== "string") return yield* inputError("uniqueKey", "must be a string")
+      if (typeof options.uniqueKey !== "string") return yield* inputLeft("uniqueKey", "must be a string")
       if (options.uniqueKey.length > MAX_UNIQUE_KEY_LENGTH) {
-        return yield* inputError(
+        return yield* inputLeft(
           "uniqueKey",
           `is ${options.uniqueKey.length} characters; at most ${MAX_UNIQUE_KEY_LENGTH} fit`
         )
       }
-      if (options.uniqueKey.length === 0) return yield* inputError("uniqueKey", "is empty")
+      if (options.uniqueKey.length === 0) return yield* inputLeft("uniqueKey", "is empty")
     }
     // Keys compare exactly on every database (a worker for queue `mail` must not claim `mail `).
     for (const [field, value] of [["queue", queue], ["uniqueKey", options.uniqueKey ?? ""]] as const) {
       const text = keyProblem(value)
-      if (text !== undefined) return yield* inputError(field, text)
+      if (text !== undefined) return yield* inputLeft(field, text)
     }
     const uniqueUntil = options.uniqueUntil ?? "purged"
     if (!UNIQUE_UNTIL.includes(uniqueUntil)) {
-      return yield* inputError("uniqueUntil", `must be "purged" or "finished", got ${String(uniqueUntil)}`)
+      return yield* inputLeft("uniqueUntil", `must be "purged" or "finished", got ${String(uniqueUntil)}`)
     }
     // The lease the job will take: a key the lock table cannot hold would fail every attempt.
-    const leaseName = yield* Effect.try({
+    const leaseName = yield* Either.try({
       try: () => leaseNameFor(type.name, type.lease, stored),
       catch: (e) => new EnqueueInputError({ field: "concurrencyKey", reason: `concurrencyKeyFor threw: ${String(e)}` })
     })
     const leaseProblem = leaseName === undefined ? undefined : leaseInputProblem("name", leaseName)
-    if (leaseProblem !== undefined) return yield* inputError("concurrencyKey", leaseProblem)
+    if (leaseProblem !== undefined) return yield* inputLeft("concurrencyKey", leaseProblem)
 
     let runAt = now
     if (options.runAt !== undefined) {
       if (!Number.isSafeInteger(options.runAt) || options.runAt < 0) {
-        return yield* inputError("runAt", `must be whole epoch ms, at least 0, got ${options.runAt}`)
+        return yield* inputLeft("runAt", `must be whole epoch ms, at least 0, got ${options.runAt}`)
       }
       runAt = options.runAt
     } else if (options.delay !== undefined) {
       const ms = durationMillis(options.delay)
-      if (Either.isLeft(ms)) return yield* inputError("delay", ms.left)
+      if (Either.isLeft(ms)) return yield* inputLeft("delay", ms.left)
       runAt = now + Math.ceil(ms.right)
-      if (!Number.isSafeInteger(runAt)) return yield* inputError("delay", `is too large: ${String(options.delay)}`)
+      if (!Number.isSafeInteger(runAt)) return yield* inputLeft("delay", `is too large: ${String(options.delay)}`)
     }
     const id = randomUUID()
     return {
@@ -469,25 +487,33 @@ export const enqueueMany = <A, I, R>(
       return yield* inputError("uniqueKey", "must be a function of the payload and its index")
     }
     const at = (index: number) => `payloads[${index}]: `
-    const jobs = yield* Effect.forEach(Array.from(payloads), (payload, index) =>
-      Effect.gen(function*() {
-        const uniqueKey = keyOf === undefined ? undefined : yield* Effect.try({
-          try: () => keyOf(payload, index),
-          catch: (e) =>
-            new EnqueueInputError({ field: "uniqueKey", reason: `${at(index)}the function threw: ${String(e)}` })
-        })
-        return yield* prepare(type, payload, { ...options, uniqueKey }, now).pipe(
-          // Options shared by every payload fail the same way for each: only a payload's own
-          // problems name it.
-          Effect.mapError((e) =>
-            e._tag === "PayloadError"
-              ? new PayloadError({ jobName: e.jobName, reason: at(index) + e.reason })
-              : e.field === "uniqueKey" || e.field === "concurrencyKey"
-              ? new EnqueueInputError({ field: e.field, reason: at(index) + e.reason })
-              : e
-          )
-        )
-      }))
+    // Plain loop over Eithers: 20,000 payloads cost no fiber each.
+    const jobs: Array<NewJob> = []
+    let index = 0
+    for (const payload of payloads) {
+      const i = index++
+      let uniqueKey: string | undefined
+      try {
+        uniqueKey = keyOf?.(payload, i)
+      } catch (e) {
+        return yield* inputError("uniqueKey", `${at(i)}the function threw: ${String(e)}`)
+      }
+      const job = prepare(type, payload, { ...options, uniqueKey }, now)
+      if (Either.isRight(job)) {
+        jobs.push(job.right)
+        continue
+      }
+      // Options shared by every payload fail the same way for each: only a payload's own
+      // problems name it.
+      const e = job.left
+      return yield* Effect.fail(
+        e._tag === "PayloadError"
+          ? new PayloadError({ jobName: e.jobName, reason: at(i) + e.reason })
+          : e.field === "uniqueKey" || e.field === "concurrencyKey"
+          ? new EnqueueInputError({ field: e.field, reason: at(i) + e.reason })
+          : e
+      )
+    }
     const results = yield* store.insertMany(jobs)
     const written = jobs.filter((_, i) => !results[i]!.duplicate)
     yield* ringIfDue(store, written, now)

@@ -5,7 +5,7 @@
 import type { AttemptOutcome } from "../../core/history.ts"
 import { type LeaseRow, leaseWindowMs } from "../../core/lease.ts"
 import type { ClaimInput, NewJob } from "../../core/model.ts"
-import { joined, RawSql, type SqlList, type Statement, type Syntax } from "./statement.ts"
+import { RawSql, type SqlList, type Statement, type Syntax } from "./statement.ts"
 
 /**
  * How a dialect takes a lease that may be free, expired or held. Every acquisition also bumps
@@ -118,17 +118,36 @@ export const JOB_COLUMNS = new RawSql(
  * The column list and VALUES of new job rows, for a dialect's INSERT to wrap: pending, no
  * attempts, the lease window of its timeout (src/core/lease.ts), created now. One row or many.
  */
-export const newJobRows = (c: JobSqlContext, jobs: ReadonlyArray<NewJob>): Statement =>
-  c.sql`(id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, grace_ms, unique_key, unique_until_finished, run_at, created_at, updated_at) VALUES ${
-    joined(
-      jobs.map((j) =>
-        c.sql`(${j.id}, ${j.name}, ${j.queue}, ${j.payload}, ${j.priority}, 'pending', 0, ${j.maxRetries}, ${j.claimTimeout}, ${
-          leaseWindowMs(j.claimTimeout)
-        }, ${j.uniqueKey}, ${j.uniqueUntil === "finished" ? 1 : 0}, ${j.runAt}, ${j.now}, ${j.now})`
-      ),
-      ", "
+export const newJobRows = (_c: JobSqlContext, jobs: ReadonlyArray<NewJob>): Statement => {
+  // One flat fragment, not a statement per row: a chunk of 1,000 rows is rendered once per
+  // statement it is nested in, never row by row.
+  const strings: Array<string> = []
+  const values: Array<unknown> = []
+  jobs.forEach((j, i) => {
+    strings.push(i === 0 ? NEW_ROW_COLUMNS + " VALUES (" : "), (", ...ROW_GLUE)
+    values.push(
+      j.id,
+      j.name,
+      j.queue,
+      j.payload,
+      j.priority,
+      j.maxRetries,
+      j.claimTimeout,
+      leaseWindowMs(j.claimTimeout),
+      j.uniqueKey,
+      j.uniqueUntil === "finished" ? 1 : 0,
+      j.runAt,
+      j.now,
+      j.now
     )
-  }`
+  })
+  strings.push(")")
+  return { sql: "", params: [], fragment: { strings, values } }
+}
+const NEW_ROW_COLUMNS =
+  "(id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, grace_ms, unique_key, unique_until_finished, run_at, created_at, updated_at)"
+// The text between a row's 13 values: status 'pending' and attempts 0 are written as literals.
+const ROW_GLUE = [", ", ", ", ", ", ", ", ", 'pending', 0, ", ", ", ", ", ", ", ", ", ", ", ", ", ", "]
 
 /** The quoted tables and the builder a dialect's job statements are written with. */
 export interface JobSqlContext {

@@ -50,6 +50,7 @@ describe("chaos smoke run", () => {
       if (r === undefined) continue
       expect(r.error, context).toBeUndefined()
       expect(r.overlaps.unreported, context).toBe(0)
+      expect(r.fencing.staleWritesApplied, context).toBe(0)
       expect(r.lost.count, context).toBe(0)
       expect(r.overRun.count, context).toBe(0)
       // Every job finished: completed, dead or interrupted; none pending or processing.

@@ -34,7 +34,7 @@ import { tmpdir } from "node:os"
 import { dirname, join, resolve } from "node:path"
 import { createInterface } from "node:readline"
 import { fileURLToPath } from "node:url"
-import { Job, JobStore, Migrator } from "../../src/index.ts"
+import { Fences, Job, JobStore, Migrator } from "../../src/index.ts"
 import {
   type CheckResult,
   check,
@@ -61,6 +61,7 @@ import {
   ChaosOnce,
   type ChaosPayload,
   ChaosPlain,
+  fencesTable,
   historyDdl,
   historyTable,
   JOB_TIMEOUT_SECONDS,
@@ -610,6 +611,7 @@ class Scenario {
           yield* (yield* Migrator.make({ prefix: this.prefix })).run
           const sql = (yield* SqlClient.SqlClient).withoutTransforms()
           yield* sql.unsafe(historyDdl(quoteIdent(sql, historyTable(this.prefix))))
+          yield* (yield* Fences.make({ table: fencesTable(this.prefix) })).ensureTable
         })
       )
       const ready = await Promise.race([
@@ -713,6 +715,7 @@ class Scenario {
       },
       queueLatencyMs: { p50: null, p95: null, max: null },
       overlaps: { total: 0, reported: 0, unreported: 0, details: [] },
+      fencing: { guardedWrites: 0, staleWritesRefused: 0, staleWritesApplied: 0, guardErrors: 0 },
       lost: { count: 0, details: [] },
       overRun: { count: 0, details: [] },
       keyIdle: {

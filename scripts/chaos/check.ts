@@ -125,6 +125,18 @@ export interface CheckResult {
     readonly unreported: number
     readonly details: ReadonlyArray<OverlapDetail>
   }
+  /**
+   * Keyed runs' ends written through `Fences.guard` (jobs.ts): how many went through it, how many
+   * it refused (a newer holder of the lease had written), and how many it applied although a
+   * newer token had been applied before them (must be 0); guardErrors: guarded writes that failed
+   * otherwise (a server restart), recorded without the guard.
+   */
+  readonly fencing: {
+    readonly guardedWrites: number
+    readonly staleWritesRefused: number
+    readonly staleWritesApplied: number
+    readonly guardErrors: number
+  }
   readonly lost: { readonly count: number; readonly details: ReadonlyArray<string> }
   readonly overRun: { readonly count: number; readonly details: ReadonlyArray<string> }
   readonly keyIdle: {
@@ -416,8 +428,34 @@ export const check = (input: CheckInput): CheckResult => {
     return { host: s.host, configuredMs: s.skewMs, observedMs: median(offsets) }
   })()
 
+  // Guarded writes per lease name in the order they were applied (the guard serialises them on
+  // the fence row, and fence_ms is read after it is locked); a token below one applied earlier
+  // is a stale write the guard let through.
+  const fenced = input.history.filter((r) => r.kind === "run" && r.fence !== null && r.fence !== undefined)
+  const appliedByLease = new Map<string, Array<HistoryRow>>()
+  for (const r of fenced) {
+    if (r.fence !== "applied" || r.leaseName === null) continue
+    appliedByLease.set(r.leaseName, [...(appliedByLease.get(r.leaseName) ?? []), r])
+  }
+  let staleWritesApplied = 0
+  for (const writes of appliedByLease.values()) {
+    writes.sort((a, b) => (a.fenceMs! - b.fenceMs!) || (a.fenceToken! < b.fenceToken! ? -1 : 1))
+    let highest = -1n
+    for (const w of writes) {
+      if (w.fenceToken! < highest) staleWritesApplied++
+      if (w.fenceToken! > highest) highest = w.fenceToken!
+    }
+  }
+  const fencing = {
+    guardedWrites: fenced.length,
+    staleWritesRefused: fenced.filter((r) => r.fence === "refused").length,
+    staleWritesApplied,
+    guardErrors: fenced.filter((r) => r.fence === "error").length
+  }
+
   const unreported = overlapsTotal - overlapsReported
   const problems: Array<string> = []
+  if (staleWritesApplied > 0) problems.push(`${staleWritesApplied} stale write(s) applied through the guard`)
   if (unreported > 0) problems.push(`${unreported} unreported overlap(s)`)
   if (lost.length > 0) problems.push(`${lost.length} lost job(s)`)
   if (overRun.length > 0) problems.push(`${overRun.length} over-run job(s)`)
@@ -435,6 +473,7 @@ export const check = (input: CheckInput): CheckResult => {
     },
     queueLatencyMs: { p50: pct(0.5), p95: pct(0.95), max: pct(1) },
     overlaps: { total: overlapsTotal, reported: overlapsReported, unreported, details: overlapDetails.slice(0, 12) },
+    fencing,
     lost: { count: lost.length, details: lost.slice(0, 12) },
     overRun: { count: overRun.length, details: overRun.slice(0, 12) },
     keyIdle: {

@@ -12,7 +12,7 @@
 import { SqlClient } from "@effect/sql"
 import { Cause, Clock, Context, Data, Effect, Exit, Layer, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
-import { Fenced, Job, Worker } from "../../src/index.ts"
+import { Fenced, Fences, Job, Worker } from "../../src/index.ts"
 import { quoteIdent, retryFor } from "./db.ts"
 
 /** Every job type's timeout, in seconds (workers cap at the same): the lease window is 5 + 60 = 65 s of Clock time. */
@@ -46,8 +46,14 @@ export const historyDdl = (quoted: string): string =>
   end_ms BIGINT NULL,
   outcome VARCHAR(32) NULL,
   lease_lost INT NULL,
-  detail TEXT NULL
+  detail TEXT NULL,
+  fence VARCHAR(16) NULL,
+  fence_token BIGINT NULL,
+  fence_ms BIGINT NULL
 )`
+
+/** The fences table of a run's prefix: a keyed run's end is written through `Fences.guard`. */
+export const fencesTable = (prefix: string): string => `${prefix}chaos_fences`
 
 /** A history row as written. `kind` "run": one perform; "outcome": one onResult call. */
 export interface HistoryRow {
@@ -72,12 +78,35 @@ export interface HistoryRow {
   readonly outcome: string | null
   readonly leaseLost: boolean | null
   readonly detail: string | null
+  /**
+   * A keyed run's end, written through `Fences.guard` on its lease name with its fencing token:
+   * "applied", "refused" (StaleTokenError: written afterwards without the guard) or "error"
+   * (the guarded write failed otherwise, say in a server restart; written afterwards). Null
+   * for other rows.
+   */
+  readonly fence?: "applied" | "refused" | "error" | null
+  readonly fenceToken?: bigint | null
+  /** Wall clock inside the guard's transaction, after the fence row was locked. */
+  readonly fenceMs?: number | null
+}
+
+/** A guarded end of a run: the lease it held and its fencing token. */
+export interface FenceOf {
+  readonly resource: string
+  readonly token: bigint
 }
 
 /** Writes history rows; each write is retried for up to a minute (it must outlive a server restart). */
 export interface HistoryApi {
   readonly write: (row: HistoryRow) => Effect.Effect<void>
-  readonly finish: (id: string, endMs: number, outcome: string, detail: string | null) => Effect.Effect<void>
+  /** Records a run's end; with `fence`, through `Fences.guard` (see `HistoryRow.fence`). */
+  readonly finish: (
+    id: string,
+    endMs: number,
+    outcome: string,
+    detail: string | null,
+    fence?: FenceOf
+  ) => Effect.Effect<void>
 }
 
 /** The history service the chaos job types need. */
@@ -104,7 +133,10 @@ export const decodeHistoryRow = (r: Record<string, unknown>): HistoryRow => ({
   endMs: num(r.end_ms),
   outcome: str(r.outcome),
   leaseLost: r.lease_lost === null || r.lease_lost === undefined ? null : Number(r.lease_lost) !== 0,
-  detail: str(r.detail)
+  detail: str(r.detail),
+  fence: str(r.fence) as HistoryRow["fence"],
+  fenceToken: r.fence_token === null || r.fence_token === undefined ? null : BigInt(String(r.fence_token)),
+  fenceMs: num(r.fence_ms)
 })
 
 /** Reads every history row of a prefix. */
@@ -180,10 +212,33 @@ export const historyLayer = (prefix: string): Layer.Layer<History, never, SqlCli
           Effect.asVoid,
           Effect.catchAll((e) => Effect.logError(`chaos history: ${what} failed for a minute; dropped`, e))
         )
+      const fences = yield* Fences.make({ table: fencesTable(prefix) })
+      const fencedSql = `UPDATE ${table} SET end_ms = ${ph(1)}, outcome = ${ph(2)}, detail = ${ph(3)}, fence = ${
+        ph(4)
+      }, fence_token = ${ph(5)}, fence_ms = ${ph(6)} WHERE id = ${ph(7)}`
+      const plainFinish = (id: string, endMs: number, outcome: string, detail: string | null) =>
+        bounded(`finish ${id}`, sql.unsafe(finishSql, [endMs, outcome, detail, id]))
+      // Once through the guard; a refusal or any other failure is then recorded without it.
+      const fencedFinish = (id: string, endMs: number, outcome: string, detail: string | null, fence: FenceOf) =>
+        Effect.gen(function*() {
+          const token = Number(fence.token)
+          const guarded = yield* Effect.either(fences.guard(
+            fence,
+            Effect.suspend(() => sql.unsafe(fencedSql, [endMs, outcome, detail, "applied", token, Date.now(), id]))
+          ))
+          if (guarded._tag === "Right") return
+          const how = guarded.left._tag === "StaleTokenError" ? "refused" : "error"
+          yield* bounded(
+            `finish ${id}`,
+            sql.unsafe(fencedSql, [endMs, outcome, detail, how, token, null, id])
+          )
+        })
       return History.of({
         write: (row) => bounded(`write ${row.kind} ${row.id}`, insertOnce(row)),
-        finish: (id, endMs, outcome, detail) =>
-          bounded(`finish ${id}`, sql.unsafe(finishSql, [endMs, outcome, detail, id]))
+        finish: (id, endMs, outcome, detail, fence) =>
+          fence === undefined
+            ? plainFinish(id, endMs, outcome, detail)
+            : fencedFinish(id, endMs, outcome, detail, fence)
       })
     })
   )
@@ -272,7 +327,8 @@ const perform = (p: ChaosPayload) =>
     })
     yield* Effect.onExit(work, (exit) => {
       const { detail, outcome } = outcomeOf(exit)
-      return history.finish(ctx.claimToken, Date.now(), outcome, detail)
+      const fence = lease === null ? undefined : { resource: lease.name, token: lease.fencingToken }
+      return history.finish(ctx.claimToken, Date.now(), outcome, detail, fence)
     })
   })
 

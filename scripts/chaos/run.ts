@@ -10,7 +10,8 @@
  * restart on — the whole run ends within 3 minutes. The restart is on by default only for the full
  * run (no --db, --seconds or --workers); otherwise ask for it with --restart.
  * Prints the JSON summary on stdout, progress on stderr. Exit code 1 when a database shows an
- * unreported overlap, a lost job, an over-run job, or did not drain; 2 on bad arguments.
+ * unreported overlap, a lost job, an over-run job, a stale write applied through the guard, or did not
+ * drain; 2 on bad arguments.
  */
 import { type ChaosOptions, defaultOptions, killAllChildren, runChaos } from "./chaos.ts"
 import { DB_KINDS, type DbKind } from "./db.ts"

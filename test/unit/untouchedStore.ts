@@ -4,18 +4,22 @@
  * against it, so each shows both the typed error and that it came before any store call — on
  * every adapter alike, since no adapter code is reached.
  */
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { JobLeases, JobStore } from "../../src/JobStore.ts"
 import { type AnyJobType, Jobs, jobsLayer } from "../../src/runtime/Job.ts"
 
 /** Store members that are effects rather than functions (JobStoreApi, LeaseLockApi). */
 const effectMembers = new Set(["counts", "listHosts", "ensureTable", "tableExists", "list"])
 
+/** Store members that are plain values, read when a worker starts: what they hold is no store call. */
+const valueMembers: Readonly<Record<string, unknown>> = { idleProbe: Option.none() }
+
 const untouchable = <S extends object>(label: string, touched: Array<string>): S =>
   new Proxy({} as S, {
     get: (_target, key) => {
       // Symbols and `then` are how runtimes probe any value (equality, promises): not a store call.
       if (typeof key !== "string" || key === "then") return undefined
+      if (key in valueMembers) return valueMembers[key]
       // Reading a member is not a call (`store.drain(host, now, yield* check)` reads `drain`
       // before it runs the check); running it is, and dies.
       const touch = () => {

@@ -12,7 +12,7 @@
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Effect, Metric, Runtime, type Scope } from "effect"
 import type { MetricKey } from "effect/MetricKey"
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import {
   bucketOf,
@@ -272,8 +272,22 @@ export const render: Effect.Effect<string, never, JobStore> = Effect.gen(functio
   ])
 })
 
+/**
+ * What the handler reads of a node:http request. Structural, so that leasehold's public types
+ * never name node:http: an app compiled without @types/node still type-checks (test/package.test.ts).
+ */
+export interface MetricsRequest {
+  readonly method?: string | undefined
+}
+
+/** What the handler writes to a node:http response (a `ServerResponse` is one). */
+export interface MetricsResponse {
+  writeHead(status: number, headers?: Record<string, string>): MetricsResponse
+  end(body?: string): unknown
+}
+
 /** A node:http request handler, as `handler` gives it (Express accepts it as middleware too). */
-export type MetricsHandler = (request: IncomingMessage, response: ServerResponse) => void
+export type MetricsHandler = (request: MetricsRequest, response: MetricsResponse) => void
 
 /**
  * A node:http handler that answers every request it is given with a scrape (`render`); mount it
@@ -310,7 +324,6 @@ export interface ServeOptions {
 
 /** A running metrics server. */
 export interface MetricsServer {
-  readonly server: Server
   /** The port it listens on. */
   readonly port: number
 }
@@ -338,5 +351,5 @@ export const serve = (options: ServeOptions): Effect.Effect<MetricsServer, Error
           server.closeAllConnections()
         })
     )
-    return { server, port: (server.address() as AddressInfo).port }
+    return { port: (server.address() as AddressInfo).port }
   })

@@ -24,3 +24,17 @@ export const GONE_AFTER_MS = 5 * 60_000
 /** Whether a host last seen at `lastSeenAt` is gone at `now` (not seen for `GONE_AFTER_MS`). */
 export const isGone = (host: { readonly lastSeenAt: number }, now: number): boolean =>
   now - host.lastSeenAt > GONE_AFTER_MS
+
+/** What `status` shows for a host: `up`, `draining`, or `gone` (stopped refreshing its row). */
+export type HostState = "up" | "draining" | "gone"
+
+/** The state of a host with these fields at `now`; a host not seen for `GONE_AFTER_MS` is gone, draining or not. */
+export const hostState = (host: DrainFields & { readonly lastSeenAt: number }, now: number): HostState =>
+  isGone(host, now) ? "gone" : isDraining(host, now) ? "draining" : "up"
+
+/**
+ * Whether retention may delete a host row: not seen since `seenBefore`, and not draining (a
+ * drain is kept until it is lifted or expires, so a stopped host that restarts still honours it).
+ */
+export const mayPruneHost = (host: DrainFields & { readonly lastSeenAt: number }, seenBefore: number, now: number) =>
+  host.lastSeenAt < seenBefore && !isDraining(host, now)

@@ -122,7 +122,14 @@ export interface JobStoreApi {
   /** Deletes up to `limit` dead jobs matching `filter` (longest dead first); how many. */
   readonly discardDeadWhere: (filter: DeadJobFilter, limit: number) => Effect.Effect<number, SqlError>
   /** Deletes finished jobs (completed, failed, interrupted) of `status` finished before `before`. */
-  readonly purge: (status: "completed" | "failed" | "interrupted", before: number) => Effect.Effect<number, SqlError>
+  /** With `limit`, at most that many, the longest finished first (a retention batch). */
+  readonly purge: (
+    status: "completed" | "failed" | "interrupted",
+    before: number,
+    limit?: number
+  ) => Effect.Effect<number, SqlError>
+  /** Deletes host rows last seen before `seenBefore` that are not draining at `now`; how many. */
+  readonly pruneHosts: (seenBefore: number, now: number) => Effect.Effect<number, SqlError>
   /** Creates or refreshes a host row. */
   readonly touchHost: (
     host: string,

@@ -22,5 +22,7 @@ export type { WorkerServices } from "./worker/attempt.ts"
 export { claimAndRun, processNext, processQueue, reap, tick } from "./worker/turns.ts"
 /** Draining and resuming a host. */
 export { drain, resume } from "./worker/hosts.ts"
+/** Retention: the worker's `retention` option, and one pass on demand (./worker/maintenance.ts). */
+export { type RetentionConfig, type RetentionTally, runRetention } from "./worker/maintenance.ts"
 /** The long-running worker. */
 export { layer, make, type WorkerApi, WorkerHandle, type WorkerStats } from "./worker/longRunning.ts"

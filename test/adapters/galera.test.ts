@@ -15,6 +15,7 @@ import { jobConformance } from "../conformance/jobs.ts"
 import { leaseLockConformance } from "../conformance/leaseLock.ts"
 import { migrationConformance } from "../conformance/migrations.ts"
 import { observabilityConformance } from "../conformance/observability.ts"
+import { retentionConformance } from "../conformance/retention.ts"
 import { workerConformance } from "../conformance/worker.ts"
 
 leaseLockConformance("galera")
@@ -29,3 +30,4 @@ migrationConformance("galera")
 badInputConformance("galera")
 observabilityConformance("galera")
 historyConformance("galera")
+retentionConformance("galera")

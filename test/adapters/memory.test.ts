@@ -10,6 +10,7 @@ import { jobConformance } from "../conformance/jobs.ts"
 import { leaseLockConformance } from "../conformance/leaseLock.ts"
 import { migrationConformance } from "../conformance/migrations.ts"
 import { observabilityConformance } from "../conformance/observability.ts"
+import { retentionConformance } from "../conformance/retention.ts"
 import { workerConformance } from "../conformance/worker.ts"
 
 leaseLockConformance("memory")
@@ -24,3 +25,4 @@ migrationConformance("memory")
 badInputConformance("memory")
 observabilityConformance("memory")
 historyConformance("memory")
+retentionConformance("memory")

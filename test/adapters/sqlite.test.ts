@@ -10,6 +10,7 @@ import { jobConformance } from "../conformance/jobs.ts"
 import { leaseLockConformance } from "../conformance/leaseLock.ts"
 import { migrationConformance } from "../conformance/migrations.ts"
 import { observabilityConformance } from "../conformance/observability.ts"
+import { retentionConformance } from "../conformance/retention.ts"
 import { workerConformance } from "../conformance/worker.ts"
 
 leaseLockConformance("sqlite")
@@ -24,3 +25,4 @@ migrationConformance("sqlite")
 badInputConformance("sqlite")
 observabilityConformance("sqlite")
 historyConformance("sqlite")
+retentionConformance("sqlite")

@@ -441,6 +441,7 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
       const status = await json("status")
       expect(status.hosts.find((h: { host: string }) => h.host === "cli-worker")).toEqual({
         host: "cli-worker",
+        state: "up",
         running: 1,
         cap: 5,
         draining: false,
@@ -496,16 +497,33 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
     it("drain, resume and status: JSON with booleans, null and ISO-8601 times; the table stays friendly", async () => {
       await json("drain", "--host", "h1", "--expires-in", "1 hour")
       const h1 = (await json("status")).hosts.find((h: { host: string }) => h.host === "h1")
-      expect(h1).toMatchObject({ draining: true, drainUntil: expect.stringMatching(ISO), cap: null, running: 0 })
+      expect(h1).toMatchObject({
+        state: "draining",
+        draining: true,
+        drainUntil: expect.stringMatching(ISO),
+        cap: null,
+        running: 0
+      })
       expect(h1.lastSeenAt).toMatch(ISO)
       await json("resume", "--host", "h1")
       expect((await json("status")).hosts.find((h: { host: string }) => h.host === "h1")).toMatchObject({
+        state: "up",
         draining: false,
         drainUntil: null
       })
+      // a host that stopped refreshing its row (last seen 10 minutes ago) is gone, not running
+      const seen = Date.now() - 600_000
+      await query(
+        `INSERT INTO ${target.prefix}hosts (host, last_seen_at, started_at, running, max_concurrent, draining) ` +
+          `VALUES ('h-gone', ${seen}, ${seen}, 0, 0, 0)`
+      )
+      expect((await json("status")).hosts.find((h: { host: string }) => h.host === "h-gone")).toMatchObject({
+        state: "gone"
+      })
       const table = (await cli("status")).stdout
-      expect(table).toMatch(/host\s+running\s+cap\s+draining\s+lastSeen/)
-      expect(table).toMatch(/^h1\s+0\s+-\s+no\s+\d+s ago/m)
+      expect(table).toMatch(/host\s+state\s+running\s+cap\s+draining\s+lastSeen/)
+      expect(table).toMatch(/^h1\s+up\s+0\s+-\s+no\s+\d+s ago/m)
+      expect(table).toMatch(/^h-gone\s+gone\s+0\s+-\s+no\s+10m ago/m)
     })
 
     it("migrate unlock refuses a live lock once: one line on stderr, nothing on stdout", async () => {

@@ -6,6 +6,7 @@
 import * as LocalWakeups from "../localWakeups.ts"
 import { Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
+import { mayPruneHost } from "../../core/hosts.ts"
 import { isStale } from "../../core/jobs.ts"
 import type { LeaseRow } from "../../core/lease.ts"
 import type {
@@ -279,18 +280,23 @@ export const makeMemoryJobStore = (
     retryDead: (id, now) => update(id, isRetryable, (r) => applyRetryDead(r, now)),
     retryDeadWhere: (filter, now, limit) => deadWhere(filter, limit, (r) => applyRetryDead(r, now)),
     discardDeadWhere: (filter, limit) => deadWhere(filter, limit, () => undefined),
-    purge: (status, before) =>
+    purge: (status, before, limit = Infinity) =>
       jobsTable((rows) => {
+        const finished = (r: JobRow) => (status === "completed" ? r.completedAt : r.failedAt)
+        const gone = [...rows.values()]
+          .filter((r) => r.status === status && finished(r) !== null && finished(r)! < before)
+          .sort((a, b) => finished(a)! - finished(b)! || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+          .slice(0, limit)
         const next = new Map(rows)
-        let n = 0
-        for (const r of rows.values()) {
-          const finished = status === "completed" ? r.completedAt : r.failedAt
-          if (r.status === status && finished !== null && finished < before) {
-            next.delete(r.id)
-            n++
-          }
-        }
-        return [n, next]
+        for (const r of gone) next.delete(r.id)
+        return [gone.length, next]
+      }),
+    pruneHosts: (seenBefore, now) =>
+      hostsTable((rows) => {
+        const gone = [...rows.values()].filter((h) => mayPruneHost(h, seenBefore, now))
+        const next = new Map(rows)
+        for (const h of gone) next.delete(h.host)
+        return [gone.length, next]
       }),
     touchHost: (host, now, fields) =>
       upsertHost(

@@ -493,7 +493,8 @@ export const make = (
         retryTransient(dialect, "retry dead", write(s.retryDeadWhere(filter, now, limit))),
       discardDeadWhere: (filter, limit) =>
         retryTransient(dialect, "discard dead", write(s.discardDeadWhere(filter, limit))),
-      purge: (status, before) => changed(s.purge(status, before)),
+      purge: (status, before, limit) => retryTransient(dialect, "purge", write(s.purge(status, before, limit))),
+      pruneHosts: (seenBefore, now) => retryTransient(dialect, "prune hosts", changed(s.pruneHosts(seenBefore, now))),
       touchHost: (host, now, fields) => Effect.asVoid(changed(s.upsertHost(host, now, fields))),
       getHost: (host) => first(s.hostByName(host), decodeHostRow),
       listHosts: Effect.map(rows(s.listHosts), (r) => r.map(decodeHostRow)),

@@ -19,6 +19,7 @@ import {
 import { checkIdentifier, joined, literalInt, RawSql, type Statement, SqlList, sqlFor } from "./statement.ts"
 
 const FAILED_AT = new RawSql("failed_at")
+const COMPLETED_AT = new RawSql("completed_at")
 
 /** The job and host statements for one dialect and one table prefix. */
 export const jobStatements = (dialect: Dialect, tables: TableNames) => {
@@ -246,10 +247,15 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
     /** Deletes up to `limit` dead jobs matching `f`, longest dead first. */
     discardDeadWhere: (f: DeadJobFilter, limit: number) =>
       sql`DELETE FROM ${jobs} WHERE ${picked(dead(f), FAILED_AT, limit)}`,
-    purge: (status: "completed" | "failed" | "interrupted", before: number) =>
-      status === "completed"
-        ? sql`DELETE FROM ${jobs} WHERE status = 'completed' AND completed_at < ${before}`
-        : sql`DELETE FROM ${jobs} WHERE status = ${status} AND failed_at < ${before}`,
+    purge: (status: "completed" | "failed" | "interrupted", before: number, limit?: number) => {
+      const [where, by] = status === "completed"
+        ? [sql`status = 'completed' AND completed_at < ${before}`, COMPLETED_AT]
+        : [sql`status = ${status} AND failed_at < ${before}`, FAILED_AT]
+      return sql`DELETE FROM ${jobs} WHERE ${limit === undefined ? where : picked(where, by, limit)}`
+    },
+    /** Host rows not seen since `seenBefore` and not draining at `now` (core's mayPruneHost). */
+    pruneHosts: (seenBefore: number, now: number) =>
+      sql`DELETE FROM ${hosts} WHERE last_seen_at < ${seenBefore} AND (draining = 0 OR (drain_expires_at IS NOT NULL AND drain_expires_at <= ${now}))`,
     upsertHost: (
       host: string,
       now: number,

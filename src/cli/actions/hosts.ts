@@ -3,7 +3,7 @@ import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { isDraining } from "../../core/hosts.ts"
+import { hostState, isDraining } from "../../core/hosts.ts"
 import { JobStore } from "../../ports/JobStore.ts"
 import * as Worker from "../../runtime/Worker.ts"
 import { withStore } from "../database.ts"
@@ -48,7 +48,7 @@ export const resume = (c: ResumeConfig) =>
   )
 
 /**
- * `status`: hosts (running jobs, cap, drain, last seen) and job counts per queue and status. The
+ * `status`: hosts (state, running jobs, cap, drain, last seen) and job counts per queue and status. The
  * table is for people ("4s ago", "-" for no cap); the JSON has numbers, null and ISO-8601 times.
  */
 export const status = (c: Common) =>
@@ -68,6 +68,8 @@ export const status = (c: Common) =>
         const draining = isDraining(h, now)
         return {
           host: h.host,
+          // gone: it stopped refreshing its row (src/core/hosts.ts), whatever it last said.
+          state: hostState(h, now),
           running: running.get(h.host) ?? 0,
           cap: h.maxConcurrent > 0 ? h.maxConcurrent : null,
           draining,
@@ -84,6 +86,7 @@ export const status = (c: Common) =>
               const j = hostJson[i]!
               return {
                 host: j.host,
+                state: j.state,
                 running: j.running,
                 cap: j.cap ?? "-",
                 draining: j.draining ? (j.drainUntil === null ? "yes" : `until ${j.drainUntil}`) : "no",
@@ -91,7 +94,7 @@ export const status = (c: Common) =>
                 version: j.version
               }
             }),
-            ["host", "running", "cap", "draining", "lastSeen", "version"],
+            ["host", "state", "running", "cap", "draining", "lastSeen", "version"],
             { keep: ["host"], width }
           ),
           "",

@@ -31,6 +31,7 @@ import { addRunning } from "../metrics.ts"
 import type { WorkerServices } from "./attempt.ts"
 import { makeDoorbell } from "./doorbell.ts"
 import { makeHandBack } from "./handBack.ts"
+import { retentionLoop } from "./maintenance.ts"
 import { makeWatchdog } from "./watchdog.ts"
 import { cachedDraining, touchHost } from "./hosts.ts"
 import { resolveWorker, type WorkerConfig } from "./options.ts"
@@ -74,7 +75,7 @@ export const make = (
   config: WorkerConfig = {}
 ): Effect.Effect<WorkerApi, WorkerConfigError, WorkerServices | Scope.Scope> =>
   Effect.gen(function*() {
-    const { concurrency, grace, options: o, poll, reapEvery } = yield* resolveWorker(config)
+    const { concurrency, grace, options: o, poll, reapEvery, retention } = yield* resolveWorker(config)
     const store = yield* JobStore
     const stats = yield* Ref.make<WorkerStats>({ ...emptyTally, host: o.host, running: 0, reaped: 0, notified: 0 })
     // On a database without wake-up signals, a cheap probe between polls (src/ports/JobStore.ts).
@@ -196,6 +197,9 @@ export const make = (
     })
     const claiming = yield* Effect.forkDaemon(claimer)
 
+    // Completed and dead jobs and silent hosts past their retention, in bounded batches (./maintenance.ts).
+    const maintenance = retention === undefined ? undefined : yield* Effect.forkDaemon(retentionLoop(store, retention))
+
     const reaper = yield* Effect.forkDaemon(
       Effect.repeat(
         Effect.gen(function*() {
@@ -240,6 +244,7 @@ export const make = (
         yield* bell.stop
         yield* Queue.offer(slotFreed, undefined)
         yield* Fiber.interrupt(reaper)
+        if (maintenance !== undefined) yield* Fiber.interrupt(maintenance)
         yield* Fiber.interrupt(listener)
         // Finalizers run uninterruptibly: a wait must be made interruptible for its timeout to cut it.
         const within = <A>(effect: Effect.Effect<A>) =>

@@ -11,6 +11,7 @@ import { MAX_CONCURRENCY, MAX_TIMEOUT_SECONDS } from "../../core/jobs.ts"
 import { isInt32, MAX_INT32 } from "../../core/input.ts"
 import { leaseInputProblem } from "../../core/lease.ts"
 import { defaultHost } from "../Job.ts"
+import { type ResolvedRetention, resolveRetention, type RetentionConfig } from "./maintenance.ts"
 import type { ProcessResult } from "./results.ts"
 
 /** Options of processNext, processQueue, tick and the worker. */
@@ -77,6 +78,11 @@ export interface WorkerConfig extends ProcessOptions {
    * back (default 30 s); an interrupted attempt gets as long again to stop.
    */
   readonly gracePeriod?: Duration.DurationInput | undefined
+  /**
+   * How long finished jobs and silent hosts are kept before this worker deletes them (default:
+   * completed jobs 7 days, dead jobs 30 days, hosts an hour); `false`: never (./maintenance.ts).
+   */
+  readonly retention?: RetentionConfig | false | undefined
   /** Recorded on the host row. */
   readonly codeVersion?: string | undefined
   /** Called with every outcome (progress displays, tests). */
@@ -179,6 +185,8 @@ export interface ResolvedWorker {
   readonly poll: Duration.Duration
   readonly reapEvery: Duration.Duration
   readonly grace: Duration.Duration
+  /** undefined: retention is off. */
+  readonly retention: ResolvedRetention | undefined
 }
 
 const positive = (field: string, d: Duration.DurationInput): Effect.Effect<Duration.Duration, WorkerConfigError> =>
@@ -197,6 +205,7 @@ export const resolveWorker = (config: WorkerConfig): Effect.Effect<ResolvedWorke
       concurrency,
       poll: yield* positive("pollInterval", config.pollInterval ?? "1 second"),
       reapEvery: yield* positive("reapInterval", config.reapInterval ?? "15 seconds"),
-      grace: yield* positive("gracePeriod", config.gracePeriod ?? "30 seconds")
+      grace: yield* positive("gracePeriod", config.gracePeriod ?? "30 seconds"),
+      retention: yield* resolveRetention(config.retention)
     }
   })

@@ -8,6 +8,7 @@
  */
 export * as Job from "./runtime/Job.ts"
 export * as Worker from "./runtime/Worker.ts"
+export * as Schedules from "./runtime/Schedules.ts"
 export * as Leasehold from "./runtime/Leasehold.ts"
 export * as Migrator from "./runtime/migrate.ts"
 export * as Metrics from "./runtime/metrics.ts"

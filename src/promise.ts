@@ -10,7 +10,9 @@ import { SqlClient } from "@effect/sql"
 import { Cause, Context, Effect, Exit, Layer, ManagedRuntime, Option, Runtime, Schema, Scope } from "effect"
 import { clientLayerForPgPool, clientLayerForUrl } from "./adapters/clients.ts"
 import type { JobFilter, JobRow } from "./core/model.ts"
+import type { ScheduleRow } from "./core/schedules.ts"
 import { type JobLeases, JobStore } from "./ports/JobStore.ts"
+import { ScheduleStore } from "./ports/ScheduleStore.ts"
 import type * as WakeupsPort from "./ports/Wakeups.ts"
 import * as Job from "./runtime/Job.ts"
 import * as Leasehold from "./runtime/Leasehold.ts"
@@ -157,6 +159,8 @@ export interface LeaseholdClient {
   readonly retryDead: (filter?: Job.DeadJobsFilter) => Promise<number>
   /** Deletes every dead job matching `filter`; how many. Rejects with `JobFilterError` for a bad filter. */
   readonly discardDead: (filter?: Job.DeadJobsFilter) => Promise<number>
+  /** The recurring jobs' schedules a worker registered, with their last and next slot (`Schedules.list`). */
+  readonly listSchedules: () => Promise<ReadonlyArray<ScheduleRow>>
   /** Starts a worker in this process (see `Worker.layer` for the options). */
   readonly startWorker: (config?: Worker.WorkerConfig) => Promise<WorkerHandle>
   /** Stops every worker it started (gracefully), then closes its database connections. */
@@ -168,6 +172,7 @@ type Services =
   | Job.Jobs
   | JobStore
   | JobLeases
+  | ScheduleStore
   | SqlClient.SqlClient
   | Migrator.Migrator
   | WakeupsPort.Wakeups
@@ -279,6 +284,7 @@ export const createLeasehold = async <const Types extends ReadonlyArray<PromiseJ
     listJobs: (filter = {}) => run(Effect.flatMap(JobStore, (s) => s.list({ limit: 100, ...filter }))),
     retryDead: (filter) => run(Job.retryDead(filter)),
     discardDead: (filter) => run(Job.discardDead(filter)),
+    listSchedules: () => run(Effect.flatMap(ScheduleStore, (s) => s.list)),
     startWorker,
     close: () => {
       // Every worker is stopped, then the connections close, even if a stop failed.

@@ -31,6 +31,7 @@ import { memoryJobStoreLayer } from "./adapters/memory/JobStore.ts"
 import * as JobStoreModule from "./adapters/sql/JobStore.ts"
 import type { JobRow } from "./core/model.ts"
 import { type JobLeases, JobStore } from "./ports/JobStore.ts"
+import type { ScheduleStore } from "./ports/ScheduleStore.ts"
 import { type AnyJobType, type JobContext, type Jobs, jobsLayer, type JobType } from "./runtime/Job.ts"
 import * as Migrate from "./runtime/migrate.ts"
 import { type ProcessOptions, type ProcessResult, processNext, type WorkerServices } from "./runtime/Worker.ts"
@@ -74,7 +75,7 @@ export const layer = <const Types extends ReadonlyArray<AnyJobType>>(
 ): Layer.Layer<
   TestServices | MemoryDatabase,
   never,
-  Exclude<JobRequirements<Types>, JobStore | JobLeases | MemoryDatabase>
+  Exclude<JobRequirements<Types>, JobStore | JobLeases | ScheduleStore | MemoryDatabase>
 > => {
   const store = memoryJobStoreLayer({ prefix: options.prefix }).pipe(
     Layer.provide(
@@ -95,7 +96,7 @@ export const sqliteLayer = <const Types extends ReadonlyArray<AnyJobType>>(
 ): Layer.Layer<
   TestServices | SqlClient.SqlClient | SqliteClientService,
   never,
-  Exclude<JobRequirements<Types>, JobStore | JobLeases | SqlClient.SqlClient | SqliteClientService>
+  Exclude<JobRequirements<Types>, JobStore | JobLeases | ScheduleStore | SqlClient.SqlClient | SqliteClientService>
 > => {
   const store = JobStoreModule.layer({ prefix: options.prefix }).pipe(
     Layer.provide(applyMigrations(Migrate.make({ prefix: options.prefix }))),

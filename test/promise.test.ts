@@ -43,7 +43,8 @@ const dropAll = async (lh: LeaseholdClient, prefix: string, quote: (t: string) =
         "job_locks_tokens",
         "migrations",
         "migration_locks",
-        "migration_locks_tokens"
+        "migration_locks_tokens",
+        "schedules"
       ]
     ) {
       await tx.query(`DROP TABLE IF EXISTS ${quote(prefix + t)}`)
@@ -141,6 +142,33 @@ describe.each(targets)("Promise API on $name", (target) => {
       await done()
     }
   })
+
+  it(
+    "a defineJob schedule: the worker enqueues it at its slots and listSchedules shows it",
+    { timeout: 60_000 },
+    async () => {
+      let runs = 0
+      // every second, on the live clock (the slot rules run under the TestClock in test/conformance/schedules.ts)
+      const Tick = defineJob({ name: "Tick", schedule: { cron: "* * * * * *" }, perform: () => void runs++ })
+      const { lh, done } = await target.open([Tick])
+      try {
+        await lh.migrate()
+        const worker = await lh.startWorker({ pollInterval: "50 millis" })
+        await until(async () => runs >= 1)
+        await worker.stop()
+        const [row, ...others] = await lh.listSchedules()
+        expect(others).toEqual([])
+        expect(row).toMatchObject({ name: "Tick", cron: "* * * * * *", timeZone: "UTC", catchUp: "once" })
+        const jobs = await lh.listJobs({ name: "Tick" })
+        // run_at is the slot; the row's last slot is the latest one enqueued
+        expect(jobs.map((j) => j.runAt)).toContain(row!.lastSlot)
+        expect(jobs.every((j) => j.runAt % 1000 === 0)).toBe(true)
+        expect(row!.nextSlot).toBe(row!.lastSlot! + 1000)
+      } finally {
+        await done()
+      }
+    }
+  )
 
   it("rejects bad input with named Error subclasses and writes nothing", { timeout: 60_000 }, async () => {
     const Typed = defineJob({ name: "Typed", schema: Schema.Struct({ n: Schema.Number }), perform: () => undefined })

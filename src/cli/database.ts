@@ -14,6 +14,7 @@ import { clientLayerForUrl, sqliteFilename, unsupportedScheme } from "../adapter
 import * as SqlJobStore from "../adapters/sql/JobStore.ts"
 import { maskCredentials } from "../core/credentials.ts"
 import type { JobLeases, JobStore } from "../ports/JobStore.ts"
+import type { ScheduleStore } from "../ports/ScheduleStore.ts"
 import * as Leasehold from "../runtime/Leasehold.ts"
 import { errorChain } from "../adapters/schemaErrors.ts"
 import { CliError, rootMessage } from "./format.ts"
@@ -120,7 +121,7 @@ export const withStore = <A, E, R>(
   c: { readonly databaseUrl: string; readonly prefix: string },
   access: Access,
   effect: Effect.Effect<A, E, R>
-): Effect.Effect<A, E | CliError, Exclude<R, JobStore | JobLeases | SqlClient>> =>
+): Effect.Effect<A, E | CliError, Exclude<R, JobStore | JobLeases | ScheduleStore | SqlClient>> =>
   Effect.provide(
     effect,
     SqlJobStore.layer({ prefix: c.prefix }).pipe(Layer.provideMerge(databaseLayer(c.databaseUrl, access)))

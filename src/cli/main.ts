@@ -33,6 +33,7 @@ import { drain, resume, status } from "./commands/hosts.ts"
 import { jobs, jobsSubcommands } from "./commands/jobs.ts"
 import { leases, leasesSubcommands } from "./commands/leases.ts"
 import { migrate, migrateSubcommands } from "./commands/migrate.ts"
+import { schedules } from "./commands/schedules.ts"
 import { worker } from "./commands/worker.ts"
 import { type Env, stripAnsi } from "./colour.ts"
 import { failureMessage, oneLine } from "./format.ts"
@@ -56,13 +57,14 @@ const TREE: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
   [nameOf(drain), []],
   [nameOf(resume), []],
   [nameOf(status), []],
-  [nameOf(dashboard), []]
+  [nameOf(dashboard), []],
+  [nameOf(schedules), []]
 ]
 
 /** The whole command tree. */
 export const leasehold = Command.make("leasehold").pipe(
   Command.withDescription("durable background jobs with fenced leases, in your own SQL database"),
-  Command.withSubcommands([worker, enqueue, jobs, leases, migrate, drain, resume, status, dashboard])
+  Command.withSubcommands([worker, enqueue, jobs, leases, migrate, drain, resume, status, dashboard, schedules])
 )
 
 /**

@@ -39,6 +39,8 @@ export interface TableNames {
   readonly migrationLocks: string
   /** Which of leasehold's own migrations have been applied. */
   readonly migrations: string
+  /** One row per scheduled job type: its cron and the last slot enqueued (migration 8). */
+  readonly schedules: string
   /** The PostgreSQL LISTEN/NOTIFY channel that wakes idle workers (at most 63 bytes). */
   readonly channel: string
 }
@@ -63,6 +65,7 @@ export const tableNames = (prefix: string = DEFAULT_PREFIX): TableNames => {
     jobLocks: checkIdentifier(`${prefix}job_locks`),
     migrationLocks: checkIdentifier(`${prefix}migration_locks`),
     migrations: checkIdentifier(`${prefix}migrations`),
+    schedules: checkIdentifier(`${prefix}schedules`),
     channel: `${prefix}jobs`.slice(0, 63)
   }
 }

@@ -28,6 +28,7 @@ import {
 } from "../core/lease.ts"
 import { type InsertResult, JobStore, type JobStoreApi } from "../ports/JobStore.ts"
 import { type NewJob, UNIQUE_UNTIL, type UniqueUntil } from "../core/model.ts"
+import { type CronSchedule, DEFAULT_TIME_ZONE, parseCronSchedule, type ScheduleOptions } from "../core/schedules.ts"
 import type { SqlError } from "@effect/sql/SqlError"
 
 /** What a job type may declare besides its name, schema and perform. */
@@ -52,6 +53,13 @@ export interface JobOptions<A> extends LeaseOptions<A> {
    * (docs/behaviour.md §8). Needs `exclusive`, `concurrencyKey` or `concurrencyKeyFor`.
    */
   readonly concurrencyLimit?: number | undefined
+  /** Enqueue a job of this type at every slot of a cron expression (docs/behaviour.md §14). */
+  readonly schedule?: ScheduleOptions<A> | undefined
+}
+
+/** A job type's schedule once checked: its cron and the payload of every scheduled job. */
+export interface JobSchedule<A = unknown> extends CronSchedule {
+  readonly payload: A
 }
 
 /** A job type's definition, as written by the app. */
@@ -77,6 +85,8 @@ export interface JobType<Name extends string = string, A = any, I = any, R = any
   readonly lease: LeaseOptions<A>
   /** Runs at once per key, at least 1 (1: exclusive). */
   readonly concurrencyLimit: number
+  /** Its recurring schedule, if it has one. */
+  readonly schedule?: JobSchedule<A> | undefined
 }
 
 /** Any job type, whatever its payload and requirements. */
@@ -150,6 +160,7 @@ export const define = <const Name extends string, A, I, R = never>(
       "concurrencyLimit needs exclusive, concurrencyKey or concurrencyKeyFor: it limits the runs of one key"
     )
   }
+  const schedule = def.schedule === undefined ? undefined : checkSchedule(def.schedule, def.schema, problem)
   return {
     name,
     schema: def.schema,
@@ -162,8 +173,28 @@ export const define = <const Name extends string, A, I, R = never>(
     idempotent: def.idempotent ?? true,
     onLeaseLost: def.onLeaseLost ?? "continue",
     lease: { exclusive: def.exclusive, concurrencyKey: def.concurrencyKey, concurrencyKeyFor: def.concurrencyKeyFor },
-    concurrencyLimit: limit
+    concurrencyLimit: limit,
+    ...(schedule === undefined ? {} : { schedule })
   }
+}
+
+/** A schedule's cron, time zone, catch-up and payload, checked at definition; else a `JobDefinitionError`. */
+const checkSchedule = <A, I>(
+  options: ScheduleOptions<A>,
+  schema: Schema.Schema<A, I, never>,
+  problem: (reason: string) => JobDefinitionError
+): JobSchedule<A> => {
+  if (typeof options !== "object" || options === null) throw problem("schedule must be { cron, … }")
+  const parsed = parseCronSchedule(options.cron, options.timeZone ?? DEFAULT_TIME_ZONE, options.catchUp ?? "once")
+  if (Either.isLeft(parsed)) throw problem(`schedule: ${parsed.left}`)
+  const payload = (options.payload === undefined ? {} : options.payload) as A
+  const encoded = Schema.encodeEither(schema)(payload)
+  if (Either.isLeft(encoded)) {
+    throw problem(
+      `schedule: the payload does not fit the schema: ${ParseResult.TreeFormatter.formatErrorSync(encoded.left)}`
+    )
+  }
+  return { ...parsed.right, payload }
 }
 
 /** A registered job type, its requirements already provided. */

@@ -16,6 +16,7 @@ import { leaseLockConformance } from "../conformance/leaseLock.ts"
 import { migrationConformance } from "../conformance/migrations.ts"
 import { observabilityConformance } from "../conformance/observability.ts"
 import { retentionConformance } from "../conformance/retention.ts"
+import { scheduleConformance } from "../conformance/schedules.ts"
 import { workerConformance } from "../conformance/worker.ts"
 
 leaseLockConformance("galera")
@@ -27,6 +28,7 @@ fencingConformance("galera")
 workerConformance("galera")
 handBackConformance("galera")
 migrationConformance("galera")
+scheduleConformance("galera")
 badInputConformance("galera")
 observabilityConformance("galera")
 historyConformance("galera")

@@ -11,6 +11,7 @@ import { leaseLockConformance } from "../conformance/leaseLock.ts"
 import { migrationConformance } from "../conformance/migrations.ts"
 import { observabilityConformance } from "../conformance/observability.ts"
 import { retentionConformance } from "../conformance/retention.ts"
+import { scheduleConformance } from "../conformance/schedules.ts"
 import { workerConformance } from "../conformance/worker.ts"
 
 leaseLockConformance("memory")
@@ -22,6 +23,7 @@ fencingConformance("memory")
 workerConformance("memory")
 handBackConformance("memory")
 migrationConformance("memory")
+scheduleConformance("memory")
 badInputConformance("memory")
 observabilityConformance("memory")
 historyConformance("memory")

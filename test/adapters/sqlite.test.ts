@@ -11,6 +11,7 @@ import { leaseLockConformance } from "../conformance/leaseLock.ts"
 import { migrationConformance } from "../conformance/migrations.ts"
 import { observabilityConformance } from "../conformance/observability.ts"
 import { retentionConformance } from "../conformance/retention.ts"
+import { scheduleConformance } from "../conformance/schedules.ts"
 import { workerConformance } from "../conformance/worker.ts"
 
 leaseLockConformance("sqlite")
@@ -22,6 +23,7 @@ fencingConformance("sqlite")
 workerConformance("sqlite")
 handBackConformance("sqlite")
 migrationConformance("sqlite")
+scheduleConformance("sqlite")
 badInputConformance("sqlite")
 observabilityConformance("sqlite")
 historyConformance("sqlite")

@@ -450,6 +450,25 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
         startedAt: expect.stringMatching(ISO),
         version: null
       })
+      // the worker registered the module's schedule (docs/behaviour.md §14)
+      let schedules: ReadonlyArray<Record<string, unknown>> = []
+      for (let i = 0; i < 100 && schedules.length === 0; i++) {
+        schedules = await json("schedules")
+        if (schedules.length === 0) await new Promise((r) => setTimeout(r, 100))
+      }
+      expect(schedules).toEqual([{
+        name: "Yearly",
+        cron: "0 0 1 1 *",
+        timeZone: "UTC",
+        catchUp: "once",
+        lastSlot: null,
+        nextSlot: expect.stringMatching(/^\d{4}-01-01T00:00:00\.000Z$/),
+        createdAt: expect.stringMatching(ISO),
+        updatedAt: expect.stringMatching(ISO)
+      }])
+      expect((await cli("schedules")).stdout).toMatch(
+        /name\s+cron\s+timeZone\s+catchUp\s+lastSlot\s+nextSlot\n[- ]+\nYearly\s+0 0 1 1 \*\s+UTC\s+once\s+-\s+\d{4}-01-01T00:00:00\.000Z \(in \d+h\)/
+      )
       failsCleanly(await cli("leases", "clear", "key:slow"), /is live .*use --force/)
       child.kill("SIGTERM")
       // the worker stops claiming but lets the running job finish: release it

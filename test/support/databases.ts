@@ -19,6 +19,7 @@ import * as Fences from "../../src/Fences.ts"
 import * as LeaseLock from "../../src/LeaseLock.ts"
 import * as JobStoreModule from "../../src/JobStore.ts"
 import type { JobLeases, JobStore } from "../../src/JobStore.ts"
+import type { ScheduleStore } from "../../src/ports/ScheduleStore.ts"
 import { makeMemoryDatabase, MemoryDatabase, type MemoryDatabaseApi } from "../../src/adapters/memory/database.ts"
 import { memoryJobInsightsLayer } from "../../src/adapters/memory/JobInsights.ts"
 import { memoryJobStoreLayer } from "../../src/adapters/memory/JobStore.ts"
@@ -58,7 +59,7 @@ export interface TestDatabaseApi {
   /** Drops one table (to test what happens without it). */
   readonly dropTable: (table: string) => Effect.Effect<void>
   /** The JobStore and JobLeases for a table prefix on this adapter (tables not created). */
-  readonly storeLayer: (prefix: string) => Layer.Layer<JobStore | JobLeases>
+  readonly storeLayer: (prefix: string) => Layer.Layer<JobStore | JobLeases | ScheduleStore>
   /** The JobInsights (the dashboard's reads) for a table prefix on this adapter (tables not created). */
   readonly insightsLayer: (prefix: string) => Layer.Layer<JobInsights>
   /** A migrator on this adapter. */
@@ -122,10 +123,10 @@ const dropPrefixed = (prefix: string) =>
     }
   }).pipe(Effect.orDie)
 
-/** The tables `clearJobTables` empties (docs/behaviour.md §1: jobs, hosts, job locks). */
+/** The tables `clearJobTables` empties (docs/behaviour.md §1: jobs, hosts, job locks; §14: schedules). */
 const clearedTables = (prefix: string) => {
   const t = tableNames(prefix)
-  return [t.jobLocks, t.hosts, t.jobs]
+  return [t.jobLocks, t.hosts, t.jobs, t.schedules]
 }
 
 /** The shared job-table prefix under a layer's own prefix (no `db.table` name ends this way). */

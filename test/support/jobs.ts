@@ -4,6 +4,7 @@
  */
 import { Clock, Context, Deferred, Duration, Effect, Layer, Ref, Schema } from "effect"
 import { JobLeases, JobStore } from "../../src/JobStore.ts"
+import type { ScheduleStore } from "../../src/ports/ScheduleStore.ts"
 import { type AnyJobType, define, heartbeat, JobContext, Jobs, jobsLayer } from "../../src/runtime/Job.ts"
 import { TestDatabase } from "./databases.ts"
 
@@ -25,7 +26,7 @@ export const withJobs = <A, E, R>(
   types: ReadonlyArray<AnyJobType>,
   effect: Effect.Effect<A, E, R>,
   options: WithJobsOptions = {}
-): Effect.Effect<A, E, Exclude<R, JobStore | JobLeases | Jobs> | TestDatabase> =>
+): Effect.Effect<A, E, Exclude<R, JobStore | JobLeases | ScheduleStore | Jobs> | TestDatabase> =>
   Effect.gen(function*() {
     const db = yield* TestDatabase
     let prefix: string

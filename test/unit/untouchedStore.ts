@@ -1,11 +1,12 @@
 /**
- * A store that no check may touch: the JobStore and JobLeases services as proxies whose every
+ * A store that no check may touch: the JobStore, JobLeases and ScheduleStore services as proxies whose every
  * operation records the call and dies. The store-free checks in this folder run
  * against it, so each shows both the typed error and that it came before any store call — on
  * every adapter alike, since no adapter code is reached.
  */
 import { Effect, Layer, Option } from "effect"
 import { JobLeases, JobStore } from "../../src/JobStore.ts"
+import { ScheduleStore } from "../../src/ports/ScheduleStore.ts"
 import { type AnyJobType, Jobs, jobsLayer } from "../../src/runtime/Job.ts"
 
 /** Store members that are effects rather than functions (JobStoreApi, LeaseLockApi). */
@@ -35,7 +36,7 @@ export interface UntouchedStore {
   /** `Service.member` for every store operation run so far; it must stay empty. */
   readonly touched: ReadonlyArray<string>
   /** JobStore and JobLeases that must not be touched, and a registry of `types`. */
-  readonly layer: Layer.Layer<JobStore | JobLeases | Jobs>
+  readonly layer: Layer.Layer<JobStore | JobLeases | ScheduleStore | Jobs>
 }
 
 /** A store that must not be touched, with a registry of `types` (the registry is in memory). */
@@ -46,6 +47,7 @@ export const untouchedStore = (types: ReadonlyArray<AnyJobType> = []): Untouched
     layer: Layer.mergeAll(
       Layer.succeed(JobStore, untouchable<JobStore["Type"]>("JobStore", touched)),
       Layer.succeed(JobLeases, untouchable<JobLeases["Type"]>("JobLeases", touched)),
+      Layer.succeed(ScheduleStore, untouchable<ScheduleStore["Type"]>("ScheduleStore", touched)),
       // the test types need nothing beyond JobContext
       jobsLayer(...types) as Layer.Layer<Jobs>
     )

@@ -46,6 +46,8 @@ import { type InsertResult, JobLeases, JobStore, type JobStoreApi } from "../../
 import { rememberingTable } from "../jobLeases.ts"
 import { MemoryDatabase, type MemoryDatabaseApi, modifyTable } from "./database.ts"
 import { makeMemoryLeaseLock } from "./LeaseLock.ts"
+import { memoryScheduleStoreLayer } from "./ScheduleStore.ts"
+import type { ScheduleStore } from "../../ports/ScheduleStore.ts"
 
 const byName = <A>(key: (a: A) => string) => (a: A, b: A) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0)
 
@@ -313,12 +315,16 @@ export const makeMemoryJobStore = (
   })
 }
 
-/** A layer providing the in-memory `JobStore` and `JobLeases` on the `MemoryDatabase`. */
+/**
+ * A layer providing the in-memory `JobStore` and `JobLeases` on the `MemoryDatabase`, and the
+ * `ScheduleStore` of recurring jobs (./ScheduleStore.ts).
+ */
 export const memoryJobStoreLayer = (
   options: { readonly prefix?: string | undefined } = {}
-): Layer.Layer<JobStore | JobLeases, never, MemoryDatabase> =>
-  Layer.merge(
+): Layer.Layer<JobStore | JobLeases | ScheduleStore, never, MemoryDatabase> =>
+  Layer.mergeAll(
     Layer.effect(JobStore, Effect.map(MemoryDatabase, (db) => makeMemoryJobStore(db, options))),
+    memoryScheduleStoreLayer(options),
     Layer.effect(
       JobLeases,
       Effect.map(MemoryDatabase, (db) =>

@@ -102,5 +102,6 @@ export const mysqlSchema: DialectSchema = {
   deadIndex: (t) => indexUnless(t, "dead", (q) => my`CREATE INDEX ${q.deadIndex} ON ${q.jobs} (status, failed_at)`),
   leanIndexes: () => [],
   createdIndex: (t) =>
-    indexUnless(t, "created", (q) => my`CREATE INDEX ${q.createdIndex} ON ${q.jobs} (created_at, id)`)
+    indexUnless(t, "created", (q) => my`CREATE INDEX ${q.createdIndex} ON ${q.jobs} (created_at, id)`),
+  tableOptions: " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 }

@@ -79,5 +79,6 @@ export const postgresSchema: DialectSchema = {
   createdIndex: (t) => {
     const q = quotedTables(syntax, t)
     return pg`CREATE INDEX IF NOT EXISTS ${q.createdIndex} ON ${q.jobs} (created_at, id)`
-  }
+  },
+  tableOptions: ""
 }

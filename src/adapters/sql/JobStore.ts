@@ -27,6 +27,8 @@ import { makeBatcher } from "./batching.ts"
 import { decodeHostRow, decodeJobRow, decodeLeaseRow, decodeUniqueUntil, int } from "./decode.ts"
 import { dialectOf } from "./dialects.ts"
 import { jobStatements } from "./jobStatements.ts"
+import * as ScheduleStoreAdapter from "./ScheduleStore.ts"
+import type { ScheduleStore } from "../../ports/ScheduleStore.ts"
 import * as LeaseLock from "./LeaseLock.ts"
 import { leaseStatements } from "./leaseStatements.ts"
 import { retryReconnecting, retryTransient } from "./retry.ts"
@@ -505,12 +507,16 @@ export const make = (
     })
   })
 
-/** A layer providing the SQL `JobStore` and `JobLeases` for one prefix over the current `SqlClient`. */
+/**
+ * A layer providing the SQL `JobStore` and `JobLeases` for one prefix over the current
+ * `SqlClient`, and the `ScheduleStore` of recurring jobs (./ScheduleStore.ts).
+ */
 export const layer = (
   options: { readonly prefix?: string | undefined } = {}
-): Layer.Layer<JobStore | JobLeases, never, SqlClient.SqlClient> =>
-  Layer.merge(
+): Layer.Layer<JobStore | JobLeases | ScheduleStore, never, SqlClient.SqlClient> =>
+  Layer.mergeAll(
     Layer.effect(JobStore, make(options)),
+    ScheduleStoreAdapter.layer(options),
     Layer.effect(
       JobLeases,
       Effect.map(LeaseLock.make({ table: tableNames(options.prefix).jobLocks }), rememberingTable)

@@ -20,7 +20,7 @@ import type { AppliedMigration, Migration, SchemaDialect, SchemaStep } from "../
 import type { Dialect } from "./dialect.ts"
 import { leaseStatements } from "./leaseStatements.ts"
 import { type DialectSchema, quotedTables } from "./schemaNames.ts"
-import { type Statement, sqlFor } from "./statement.ts"
+import { RawSql, type Statement, sqlFor } from "./statement.ts"
 
 export { indexName } from "./schemaNames.ts"
 export type { AppliedMigration, Migration, SchemaDialect, SchemaStep } from "../../ports/MigrationStore.ts"
@@ -204,6 +204,35 @@ export const addAttemptHistory: Migration = {
   memoryTables: () => []
 }
 
+// ---------------------------------------------------------------------------------------------
+// Migration 8: the schedules table of recurring jobs (docs/behaviour.md §14).
+//
+// One row per scheduled job type: its cron as last registered, and the last slot handled. A
+// worker enqueues a slot only by moving `last_slot` from the value it read (compare-and-set) in
+// the transaction of the enqueue, so however many workers race, one job per slot results.
+
+/** Migration 8: the schedules table (the same columns everywhere, in each dialect's types). */
+export const createSchedules: Migration = {
+  id: 8,
+  name: "schedules of recurring jobs",
+  statements: (dialect, t) => {
+    const { bigint, tableOptions } = schemas[dialect]
+    const sql = sqlFor(dialects[dialect].syntax)
+    const type = new RawSql(bigint)
+    return [sql`CREATE TABLE IF NOT EXISTS ${quotedTables(dialects[dialect].syntax, t).schedules} (
+  name VARCHAR(255) NOT NULL PRIMARY KEY,
+  cron VARCHAR(255) NOT NULL,
+  time_zone VARCHAR(64) NOT NULL,
+  catch_up VARCHAR(8) NOT NULL,
+  last_slot ${type} NULL,
+  next_slot ${type} NULL,
+  created_at ${type} NOT NULL,
+  updated_at ${type} NOT NULL
+)${new RawSql(tableOptions)}`]
+  },
+  memoryTables: (t) => [t.schedules]
+}
+
 /** leasehold's migrations, in the order they apply. Append new ones; never edit an applied one. */
 export const migrations: ReadonlyArray<Migration> = [
   createJobTables,
@@ -212,7 +241,8 @@ export const migrations: ReadonlyArray<Migration> = [
   addLeaseTokens,
   browseIndex,
   addUniqueScope,
-  addAttemptHistory
+  addAttemptHistory,
+  createSchedules
 ]
 
 // ---------------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ export const quotedTables = (syntax: Syntax, t: TableNames) => {
     jobs: q(t.jobs),
     hosts: q(t.hosts),
     migrations: q(t.migrations),
+    schedules: q(t.schedules),
     // The claim index keeps the name the MySQL claim statement forces (`FORCE INDEX`).
     claimIndex: q(claimIndexName(t.jobs)),
     queueIndex: q(indexName(t.jobs, "queue_status")),
@@ -110,4 +111,6 @@ export interface DialectSchema {
   readonly leanIndexes: (t: TableNames) => ReadonlyArray<SchemaStep>
   /** Migration 5: the jobs table's `(created_at, id)` index, unless it is there already. */
   readonly createdIndex: (t: TableNames) => SchemaStep
+  /** What follows a CREATE TABLE's column list (MySQL: the engine and the exact-comparing collation). */
+  readonly tableOptions: string
 }

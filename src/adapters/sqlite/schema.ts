@@ -92,5 +92,6 @@ export const sqliteSchema: DialectSchema = {
   createdIndex: (t) => {
     const q = quotedTables(syntax, t)
     return lite`CREATE INDEX IF NOT EXISTS ${q.createdIndex} ON ${q.jobs} (created_at, id)`
-  }
+  },
+  tableOptions: ""
 }

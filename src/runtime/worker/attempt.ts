@@ -11,6 +11,7 @@ import { type BackoffOptions, DEFAULT_BACKOFF } from "../../core/jobs.ts"
 import { busyDelaySeconds, leaseExpiresAt, leaseNameFor } from "../../core/lease.ts"
 import type { JobRow } from "../../core/model.ts"
 import { JobLeases, JobStore } from "../../ports/JobStore.ts"
+import type { ScheduleStore } from "../../ports/ScheduleStore.ts"
 import { type HeldLease, Jobs } from "../Job.ts"
 import type { Resolved } from "./options.ts"
 import { observeAttempt } from "./observe.ts"
@@ -20,8 +21,8 @@ import { anySlotFree, firstToFree, slotNames, takeSlot } from "./slots.ts"
 import type { Watch } from "./watchdog.ts"
 import { jobRef, ProcessResult } from "./results.ts"
 
-/** What the services processNext needs. */
-export type WorkerServices = JobStore | JobLeases | Jobs
+/** The services of the worker's entry points (the long-running worker's scheduler needs `ScheduleStore`). */
+export type WorkerServices = JobStore | JobLeases | Jobs | ScheduleStore
 
 /** Decodes a stored payload with its type's Schema, or says why it no longer decodes. */
 const decodePayload = (job: JobRow, schema: Schema.Schema<unknown, any>) =>

@@ -10,6 +10,7 @@ import {
   Chunk,
   Clock,
   Context,
+  Duration,
   Effect,
   Fiber,
   Layer,
@@ -38,6 +39,7 @@ import { resolveWorker, type WorkerConfig } from "./options.ts"
 import { ProcessResult, tallyOf } from "./results.ts"
 import { claimInput, reapWith } from "./turns.ts"
 import { runClaimed } from "./attempt.ts"
+import { runScheduler } from "./scheduler.ts"
 
 /** What a running worker reports (`skipped` counts deferrals on busy leases). */
 export interface WorkerStats extends QueueTally {
@@ -268,6 +270,8 @@ export const make = (
         yield* Effect.logInfo(`worker ${o.host} stopped`)
       })
     )
+    // Recurring jobs (./scheduler.ts): stopped first when the scope closes.
+    yield* Effect.forkScoped(runScheduler(Duration.toMillis(poll)))
     yield* Effect.logInfo(`worker ${o.host} started: ${concurrency} fibers, queues ${o.queues?.join(", ") ?? "all"}`)
 
     return WorkerHandle.of({

@@ -32,7 +32,10 @@ export interface PromiseJobContext {
    * "interrupt"`, or a worker stopping past its grace period): pass it on to fetch and friends.
    */
   readonly signal: AbortSignal
-  /** Proof of life (keeps the row from being reaped, renews the lease); rejects with `Fenced` when the claim was taken back. */
+  /**
+   * Proof of life (keeps the row from being reaped, renews the lease); rejects with `Fenced` when
+   * the claim was taken back, and with `JobCancelled` when the job was cancelled: stop then.
+   */
   readonly heartbeat: () => Promise<void>
 }
 
@@ -148,6 +151,16 @@ export interface LeaseholdClient {
    * with it, or rolls back if `f` rejects (and the rejection is passed on).
    */
   readonly transaction: <T>(f: (tx: Transaction) => Promise<T>) => Promise<T>
+  /**
+   * Cancels one job (`Job.cancel`): a pending one never runs, a running one stops at its next
+   * heartbeat. Rejects with `JobNotFoundError`, or `JobNotCancellableError` for a finished job.
+   */
+  readonly cancel: (id: string) => Promise<Job.CancelResult>
+  /**
+   * Cancels every unfinished job of a type, queue or status (`Job.cancelWhere`); resolves with
+   * how many. Rejects with `CancelFilterError` for a filter that cannot work.
+   */
+  readonly cancelWhere: (filter: Job.CancelWhere) => Promise<{ readonly cancelled: number }>
   /** One job by id, or undefined. */
   readonly getJob: (id: string) => Promise<JobRow | undefined>
   /** Jobs, newest first. */
@@ -280,6 +293,8 @@ export const createLeasehold = async <const Types extends ReadonlyArray<PromiseJ
         if (enqueued) yield* LocalWakeups.ring((yield* JobStore).tables.channel)
         return committed
       })),
+    cancel: (id) => run(Job.cancel(id)),
+    cancelWhere: (filter) => run(Job.cancelWhere(filter)),
     getJob: (id) => run(Effect.map(Effect.flatMap(JobStore, (s) => s.get(id)), Option.getOrUndefined)),
     listJobs: (filter = {}) => run(Effect.flatMap(JobStore, (s) => s.list({ limit: 100, ...filter }))),
     retryDead: (filter) => run(Job.retryDead(filter)),

@@ -241,6 +241,44 @@ describe.each(targets)("Promise API on $name", (target) => {
       expect(await lh.discardDead({ name: "Doomed" })).toBe(2)
       expect((await lh.listJobs()).map((j) => j.id)).toEqual([jobs[0]!.id])
     } finally {
+
+  it("cancels: a pending job never runs, a running one's heartbeat rejects with JobCancelled; errors are named", {
+    timeout: 60_000
+  }, async () => {
+    let release: () => void = () => undefined
+    const gate = new Promise<void>((r) => (release = r))
+    let started = false
+    const heartbeats: Array<string> = []
+    const Long = defineJob<{ readonly n: number }>({
+      name: "Long",
+      perform: async (_payload, job) => {
+        started = true
+        await gate
+        await job.heartbeat().catch((e: { name: string }) => {
+          heartbeats.push(e.name)
+          throw e
+        })
+      }
+    })
+    const { lh, done } = await target.open([Long])
+    try {
+      await lh.migrate()
+      const pending = await lh.enqueue(Long, { n: 1 }, { delay: "1 hour" })
+      expect(await lh.cancel(pending.id)).toEqual({ id: pending.id, status: "cancelled", wasRunning: false })
+      await expect(lh.cancel(pending.id)).rejects.toMatchObject({ name: "JobNotCancellableError", status: "cancelled" })
+      await expect(lh.cancel("nope")).rejects.toMatchObject({ name: "JobNotFoundError" })
+      await expect(lh.cancelWhere({})).rejects.toMatchObject({ name: "CancelFilterError", field: "filter" })
+      const running = await lh.enqueue(Long, { n: 2 })
+      const worker = await lh.startWorker({ concurrency: 1, pollInterval: "50 millis" })
+      await until(async () => started)
+      expect(await lh.cancelWhere({ name: "Long", status: "processing" })).toEqual({ cancelled: 1 })
+      release()
+      await until(async () => (await worker.stats()).cancelled === 1)
+      expect(heartbeats).toEqual(["JobCancelled"])
+      expect((await lh.getJob(running.id))?.status).toBe("cancelled")
+      await worker.stop()
+    } finally {
+      release()
       await done()
     }
   })

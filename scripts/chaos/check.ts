@@ -279,7 +279,7 @@ export const check = (input: CheckInput): CheckResult => {
 
   // Jobs: statuses, lost, over-run.
   const rowsById = new Map(input.jobs.map((j) => [j.id, j]))
-  const statusCount = { completed: 0, failed: 0, interrupted: 0, pending: 0, processing: 0 }
+  const statusCount = { completed: 0, failed: 0, interrupted: 0, pending: 0, processing: 0, cancelled: 0 }
   const lost: Array<string> = []
   let unconfirmed = 0
   for (const e of input.enqueued) {

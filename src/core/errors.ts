@@ -70,6 +70,51 @@ export class Fenced extends Data.TaggedError("Fenced")<{
   }
 }
 
+/**
+ * The attempt's job was cancelled (src/runtime/cancel.ts): `heartbeat()` fails with it, and the
+ * attempt should stop. perform may let it propagate; the attempt then ends `cancelled`, its
+ * lease released and handed off.
+ */
+export class JobCancelled extends Data.TaggedError("JobCancelled")<{
+  readonly jobId: string
+  /** The job type's name (not `name`, which an Error keeps for its tag). */
+  readonly jobName: string
+  readonly attempt: number
+}> {
+  override get message() {
+    return `job ${this.jobName} ${this.jobId} was cancelled during attempt ${this.attempt}`
+  }
+}
+
+/** No job has this id (it never existed, or it was purged). */
+export class JobNotFoundError extends Data.TaggedError("JobNotFoundError")<{
+  readonly jobId: string
+}> {
+  override get message() {
+    return `no job with id ${this.jobId}`
+  }
+}
+
+/** The job has finished (completed, failed, interrupted or already cancelled): nothing to cancel. */
+export class JobNotCancellableError extends Data.TaggedError("JobNotCancellableError")<{
+  readonly jobId: string
+  readonly status: string
+}> {
+  override get message() {
+    return `job ${this.jobId} is ${this.status}: only a pending or processing job can be cancelled`
+  }
+}
+
+/** A cancel filter that cannot work (empty, a finished status, a blank name, …); nothing was cancelled. */
+export class CancelFilterError extends Data.TaggedError("CancelFilterError")<{
+  readonly field: string
+  readonly reason: string
+}> {
+  override get message() {
+    return `invalid cancel filter ${this.field}: ${this.reason}`
+  }
+}
+
 /** A payload that its job type's Schema rejects; nothing was written. */
 export class PayloadError extends Data.TaggedError("PayloadError")<{
   readonly jobName: string

@@ -6,11 +6,24 @@
 import { MAX_INT32 } from "./input.ts"
 import { leaseWindowMs } from "./lease.ts"
 
-/** Job statuses. `failed` is dead (retries used up); `interrupted` is reaped and not idempotent. */
-export type JobStatus = "pending" | "processing" | "completed" | "failed" | "interrupted"
+/**
+ * Job statuses. `failed` is dead (retries used up); `interrupted` is reaped and not idempotent;
+ * `cancelled` was cancelled before it finished (src/runtime/cancel.ts). The last four are final.
+ */
+export type JobStatus = "pending" | "processing" | "completed" | "failed" | "interrupted" | "cancelled"
 
 /** All statuses, in lifecycle order. */
-export const JOB_STATUSES: ReadonlyArray<JobStatus> = ["pending", "processing", "completed", "failed", "interrupted"]
+export const JOB_STATUSES: ReadonlyArray<JobStatus> = [
+  "pending",
+  "processing",
+  "completed",
+  "failed",
+  "interrupted",
+  "cancelled"
+]
+
+/** The statuses a job can be cancelled in: it has not finished. */
+export const CANCELLABLE_STATUSES = ["pending", "processing"] as const
 
 /** Longest unique key a job row holds. */
 export const MAX_UNIQUE_KEY_LENGTH = 255
@@ -128,6 +141,8 @@ export interface QueueTally {
   readonly failed: number
   readonly skipped: number
   readonly fenced: number
+  /** Attempts that ended because their job was cancelled (nothing more recorded). */
+  readonly cancelled: number
   readonly leasesLost: number
   /** The messages of the last `MAX_TALLY_ERRORS` failures, oldest first (a long-running worker's tally must not grow). */
   readonly errors: ReadonlyArray<string>
@@ -143,7 +158,16 @@ export const withError = (errors: ReadonlyArray<string>, message: string): Reado
     : [...errors.slice(errors.length - MAX_TALLY_ERRORS + 1), message]
 
 /** An empty tally. */
-export const emptyTally: QueueTally = { processed: 0, failed: 0, skipped: 0, fenced: 0, leasesLost: 0, errors: [] }
+export const emptyTally: QueueTally = {
+  processed: 0,
+  failed: 0,
+  skipped: 0,
+  fenced: 0,
+  cancelled: 0,
+  leasesLost: 0,
+  errors: []
+}
 
 /** Whether an attempt outcome counts toward processQueue's `limit` (deferrals do not). */
-export const countsTowardLimit = (tag: string): boolean => tag === "Completed" || tag === "Failed" || tag === "Fenced"
+export const countsTowardLimit = (tag: string): boolean =>
+  tag === "Completed" || tag === "Failed" || tag === "Fenced" || tag === "Cancelled"

@@ -134,6 +134,24 @@ export interface HandedBack {
   readonly woke: number
 }
 
+/**
+ * Which jobs to cancel: one by `id`, or every unfinished job matching all the given fields.
+ * `status` narrows to pending or processing jobs only.
+ */
+export interface CancelFilter {
+  readonly id?: string | undefined
+  readonly name?: string | undefined
+  readonly queue?: string | undefined
+  readonly status?: "pending" | "processing" | undefined
+}
+
+/**
+ * Whether a claim still stands: `ours` (processing under that token), `cancelled` (its job was
+ * cancelled while it was claimed: the row is cancelled and keeps that token), or `lost` (reaped
+ * and re-claimed, or gone).
+ */
+export type ClaimState = "ours" | "cancelled" | "lost"
+
 /** One row of the hosts table. */
 export interface HostRow {
   readonly host: string

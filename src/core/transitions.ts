@@ -7,7 +7,16 @@
 import { appendAttempt, type AttemptOutcome, attemptRecord } from "./history.ts"
 import type { ReapDecision } from "./jobs.ts"
 import { giveBackAttempt, leaseWindowMs } from "./lease.ts"
-import type { ClaimInput, DeadJobFilter, JobRow, NewJob, Outcome, UniqueUntil } from "./model.ts"
+import type {
+  CancelFilter,
+  ClaimInput,
+  ClaimState,
+  DeadJobFilter,
+  JobRow,
+  NewJob,
+  Outcome,
+  UniqueUntil
+} from "./model.ts"
 
 /** `last_error` of a row the reaper sent back to pending. */
 export const REAPED_RETRY = "reaped: no sign of life within its grace (worker gone or stuck); retrying"
@@ -282,3 +291,30 @@ export const showsOutcome = (row: JobRow, token: string, outcome: Outcome): bool
         row.runAt === outcome.runAt
   }
 }
+
+/** Whether a cancel with `filter` applies to `row`: unfinished, and matching every given field. */
+export const matchesCancel = (row: JobRow, filter: CancelFilter): boolean =>
+  (row.status === "pending" || row.status === "processing") &&
+  (filter.id === undefined || row.id === filter.id) &&
+  (filter.status === undefined || row.status === filter.status) &&
+  (filter.queue === undefined || row.queue === filter.queue) &&
+  (filter.name === undefined || row.name === filter.name)
+
+/**
+ * The row as a cancel leaves it: cancelled (final), ended at `now` (`failed_at`, which purge
+ * reads). The claim token stays, so a running attempt can tell its own cancellation from a
+ * fence; its lease stays with it until the attempt ends (at its next heartbeat at the latest).
+ */
+export const applyCancel = (row: JobRow, now: number): JobRow => ({
+  ...row,
+  status: "cancelled",
+  failedAt: now,
+  updatedAt: now,
+  staleAt: null
+})
+
+/** Where the claim `token` on a job stands, given its row now (undefined: gone). */
+export const claimStateOf = (row: Pick<JobRow, "status" | "claimToken"> | undefined, token: string): ClaimState =>
+  row?.claimToken !== token ? "lost" : row.status === "processing" ? "ours" : row.status === "cancelled"
+    ? "cancelled" :
+    "lost"

@@ -9,10 +9,12 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { Context, type Effect, type Option } from "effect"
 import type { ReapDecision } from "../core/jobs.ts"
 import type {
+  CancelFilter,
   Claim,
   ClaimInput,
   ClaimResult,
   DeadJobFilter,
+  ClaimState,
   FinishInput,
   Finished,
   HandedBack,
@@ -112,6 +114,16 @@ export interface JobStoreApi {
   readonly counts: Effect.Effect<ReadonlyArray<JobCount>, SqlError>
   /** Per queue with any, the pending jobs due at `now` and the earliest `run_at` among them (queue order). */
   readonly queueDepths: (now: number) => Effect.Effect<ReadonlyArray<QueueDepth>, SqlError>
+  /**
+   * Cancels every unfinished job matching `filter` (src/core/transitions.ts `applyCancel`), in
+   * one statement; returns how many. A running attempt learns of it at its next heartbeat.
+   */
+  readonly cancel: (filter: CancelFilter, now: number) => Effect.Effect<number, SqlError>
+  /**
+   * Where a claim stands now (ours, cancelled, or lost), for an attempt whose write changed
+   * nothing and for a claimed job about to start. Concurrent calls are read together.
+   */
+  readonly claimState: (claim: Claim) => Effect.Effect<ClaimState, SqlError>
   /** Puts a failed or interrupted job back to pending, due now, with fresh attempts. */
   readonly retryDead: (id: string, now: number) => Effect.Effect<boolean, SqlError>
   /**
@@ -121,10 +133,10 @@ export interface JobStoreApi {
   readonly retryDeadWhere: (filter: DeadJobFilter, now: number, limit: number) => Effect.Effect<number, SqlError>
   /** Deletes up to `limit` dead jobs matching `filter` (longest dead first); how many. */
   readonly discardDeadWhere: (filter: DeadJobFilter, limit: number) => Effect.Effect<number, SqlError>
-  /** Deletes finished jobs (completed, failed, interrupted) of `status` finished before `before`. */
+  /** Deletes finished jobs (completed, failed, interrupted, cancelled) of `status` finished before `before`. */
   /** With `limit`, at most that many, the longest finished first (a retention batch). */
   readonly purge: (
-    status: "completed" | "failed" | "interrupted",
+    status: "completed" | "failed" | "interrupted" | "cancelled",
     before: number,
     limit?: number
   ) => Effect.Effect<number, SqlError>

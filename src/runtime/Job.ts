@@ -16,7 +16,7 @@ import {
   MAX_UNIQUE_KEY_LENGTH
 } from "../core/jobs.ts"
 import { isInt32, MAX_INT32, MIN_INT32 } from "../core/input.ts"
-import { EnqueueInputError, type Fenced, JobDefinitionError, PayloadError } from "../core/errors.ts"
+import { EnqueueInputError, type Fenced, type JobCancelled, JobDefinitionError, PayloadError } from "../core/errors.ts"
 import { parseDurationMillis } from "../core/duration.ts"
 import { keyProblem, textProblem } from "../core/input.ts"
 import {
@@ -267,16 +267,20 @@ export interface JobContextApi {
   readonly lease: Effect.Effect<Option.Option<HeldLease>>
   /**
    * Proof of life: keeps the row from being reaped and renews the lease. Fails `Fenced` when
-   * the claim was reaped and re-claimed (stop then).
+   * the claim was reaped and re-claimed, and `JobCancelled` when the job was cancelled (stop
+   * then: the attempt ends `cancelled`).
    */
-  readonly heartbeat: Effect.Effect<void, Fenced | SqlError>
+  readonly heartbeat: Effect.Effect<void, Fenced | JobCancelled | SqlError>
 }
 
 /** The running attempt's context, provided to perform by the worker. */
 export class JobContext extends Context.Tag("leasehold/JobContext")<JobContext, JobContextApi>() {}
 
-/** Heartbeat from inside perform; outside a worker it does nothing. */
-export const heartbeat: Effect.Effect<void, Fenced | SqlError> = Effect.flatMap(
+/**
+ * Heartbeat from inside perform (the check-in where a cancelled job stops: it fails with
+ * `JobCancelled`); outside a worker it does nothing.
+ */
+export const heartbeat: Effect.Effect<void, Fenced | JobCancelled | SqlError> = Effect.flatMap(
   Effect.serviceOption(JobContext),
   Option.match({ onNone: () => Effect.void, onSome: (ctx) => ctx.heartbeat })
 )
@@ -562,3 +566,5 @@ export const defaultHost = (): string => `${hostname()}:${process.pid}`.slice(0,
 
 /** Dead jobs by filter: retry or discard every match, in bounded batches (./deadJobs.ts). */
 export { type DeadJobsFilter, discardDead, retryDead } from "./deadJobs.ts"
+/** Cancelling jobs: one by id, or by type, queue or status (./cancel.ts). */
+export { cancel, type CancelResult, cancelWhere, type CancelWhere } from "./cancel.ts"

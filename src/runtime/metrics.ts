@@ -56,6 +56,7 @@ interface Series {
   dead: number
   deferred: number
   fenced: number
+  cancelled: number
   leasesLost: number
   reaped: number
   /** Observations per bucket of DURATION_BUCKETS, the last one above every bound. */
@@ -79,6 +80,7 @@ const seriesOf = (job: string, queue: string): Series => {
       dead: 0,
       deferred: 0,
       fenced: 0,
+      cancelled: 0,
       leasesLost: 0,
       reaped: 0,
       buckets: new Float64Array(DURATION_BUCKETS.length + 1),
@@ -110,6 +112,9 @@ export const recordAttempt = (result: ProcessResult, ms: number): void => {
       break
     case "Fenced":
       s.fenced++
+      break
+    case "Cancelled":
+      s.cancelled++
       break
     case "Deferred":
       s.deferred++
@@ -167,6 +172,11 @@ const processFamilies = (): Array<MetricFamily> => {
       "leasehold_jobs_fenced_total",
       "Attempts whose claim had been reaped and re-claimed (nothing recorded).",
       (s) => s.fenced
+    ),
+    counter(
+      "leasehold_jobs_cancelled_total",
+      "Attempts ended because their job was cancelled (before starting or at a heartbeat; nothing else recorded).",
+      (s) => s.cancelled
     ),
     counter(
       "leasehold_leases_lost_total",

@@ -6,6 +6,7 @@
  */
 import { badInputConformance } from "../conformance/badInput/index.ts"
 import { enqueueConformance } from "../conformance/enqueue.ts"
+import { cancelConformance } from "../conformance/cancel.ts"
 import { exclusiveConformance } from "../conformance/exclusive.ts"
 import { fencingConformance } from "../conformance/fencing.ts"
 import { handBackConformance } from "../conformance/handBack.ts"
@@ -27,6 +28,7 @@ exclusiveConformance("galera")
 fencingConformance("galera")
 workerConformance("galera")
 handBackConformance("galera")
+cancelConformance("galera")
 migrationConformance("galera")
 scheduleConformance("galera")
 badInputConformance("galera")

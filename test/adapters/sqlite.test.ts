@@ -1,6 +1,7 @@
 /** Every conformance suite, run on the sqlite adapter. */
 import { badInputConformance } from "../conformance/badInput/index.ts"
 import { enqueueConformance } from "../conformance/enqueue.ts"
+import { cancelConformance } from "../conformance/cancel.ts"
 import { exclusiveConformance } from "../conformance/exclusive.ts"
 import { fencingConformance } from "../conformance/fencing.ts"
 import { handBackConformance } from "../conformance/handBack.ts"
@@ -22,6 +23,7 @@ exclusiveConformance("sqlite")
 fencingConformance("sqlite")
 workerConformance("sqlite")
 handBackConformance("sqlite")
+cancelConformance("sqlite")
 migrationConformance("sqlite")
 scheduleConformance("sqlite")
 badInputConformance("sqlite")

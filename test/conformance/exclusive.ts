@@ -214,7 +214,15 @@ export const exclusiveConformance = (adapter: AdapterName) =>
             const { id } = yield* enqueue(p.Sync, { accountId: "a1" })
             for (let poll = 0; poll < 4; poll++) {
               const tally = yield* processQueue({ limit: 10 })
-              expect(tally).toEqual({ processed: 0, failed: 0, skipped: 1, fenced: 0, leasesLost: 0, errors: [] })
+              expect(tally).toEqual({
+                processed: 0,
+                failed: 0,
+                skipped: 1,
+                fenced: 0,
+                cancelled: 0,
+                leasesLost: 0,
+                errors: []
+              })
               yield* TestClock.adjust(30 * SECOND)
             }
             expect(yield* row(id)).toMatchObject({ status: "pending", attempts: 0, lastError: null })

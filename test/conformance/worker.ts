@@ -143,6 +143,7 @@ export const workerConformance = (adapter: AdapterName) =>
             processed: 3,
             failed: 0,
             fenced: 0,
+            cancelled: 0,
             deferred: 0,
             leasesLost: 0,
             reaped: 0,

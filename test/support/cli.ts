@@ -513,6 +513,26 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
       expect(await json("jobs", "purge", "--older-than", "0")).toEqual({ purged: expect.any(Number) })
     }, 180_000)
 
+    it("jobs cancel: one job by id or the unfinished jobs a filter matches; a finished job, an unknown id or a bad filter is one error line", async () => {
+      const one = await json("enqueue", "Greet", JSON.stringify({ name: "cancel me" }))
+      expect(await json("jobs", "cancel", one.id)).toEqual({ id: one.id, status: "cancelled", wasRunning: false })
+      expect(await statusOf(one.id)).toBe("cancelled")
+      oneLine(await cli("jobs", "cancel", one.id), 1, /is cancelled: only a pending or processing job can be cancelled/)
+      oneLine(await cli("jobs", "cancel", "no-such-job"), 1, /no job with id no-such-job/)
+      oneLine(await cli("jobs", "cancel"), 1, /invalid cancel filter filter: give at least one of name, queue, status/)
+      oneLine(await cli("jobs", "cancel", one.id, "--queue", "q"), 1, /a job id or --name\/--queue\/--status, not both/)
+      expect((await cli("jobs", "cancel", "--status", "completed")).code).toBe(2)
+      const a = await json("enqueue", "Greet", JSON.stringify({ name: "a" }), "--queue", "cancel-q")
+      const b = await json("enqueue", "Greet", JSON.stringify({ name: "b" }), "--queue", "cancel-q")
+      expect((await cli("jobs", "cancel", "--queue", "cancel-q", "--name", "Greet", "--status", "pending")).stdout)
+        .toBe("cancelled 2 job(s)\n")
+      expect([await statusOf(a.id), await statusOf(b.id)]).toEqual(["cancelled", "cancelled"])
+      expect(await json("jobs", "cancel", "--queue", "cancel-q")).toEqual({ cancelled: 0 })
+      expect(await json("jobs", "purge", "--status", "cancelled", "--older-than", "0")).toEqual({
+        purged: expect.any(Number)
+      })
+    })
+
     it("drain, resume and status: JSON with booleans, null and ISO-8601 times; the table stays friendly", async () => {
       await json("drain", "--host", "h1", "--expires-in", "1 hour")
       const h1 = (await json("status")).hosts.find((h: { host: string }) => h.host === "h1")
@@ -689,11 +709,11 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
         [["jobs", "list", "--limit"], "--limit: expected a value"],
         [
           ["jobs", "list", "--status", "nope"],
-          "--status: expected one of pending, processing, completed, failed, interrupted, got 'nope'"
+          "--status: expected one of pending, processing, completed, failed, interrupted, cancelled, got 'nope'"
         ],
         [
           ["jobs", "purge", "--status", "pending"],
-          "--status: expected one of completed, failed, interrupted, got 'pending'"
+          "--status: expected one of completed, failed, interrupted, cancelled, got 'pending'"
         ],
         [
           ["jobs", "discard", "--status", "completed"],

@@ -21,6 +21,7 @@ import type {
 } from "../../core/model.ts"
 import { tableNames } from "../../core/tables.ts"
 import {
+  applyCancel,
   applyClaim,
   applyFreeKey,
   applyHeartbeat,
@@ -32,6 +33,7 @@ import {
   applyRetryDead,
   claimOrder,
   deadOrder,
+  claimStateOf,
   handOffOrder,
   isWaiting,
   isDue,
@@ -39,6 +41,7 @@ import {
   isRetryable,
   keyFreed,
   matchesDead,
+  matchesCancel,
   mayDefer,
   newJobRow
 } from "../../core/transitions.ts"
@@ -282,6 +285,15 @@ export const makeMemoryJobStore = (
     retryDead: (id, now) => update(id, isRetryable, (r) => applyRetryDead(r, now)),
     retryDeadWhere: (filter, now, limit) => deadWhere(filter, limit, (r) => applyRetryDead(r, now)),
     discardDeadWhere: (filter, limit) => deadWhere(filter, limit, () => undefined),
+    cancel: (filter, now) =>
+      jobsTable((rows) => {
+        const hit = [...rows.values()].filter((r) => matchesCancel(r, filter))
+        if (hit.length === 0) return [0]
+        const next = new Map(rows)
+        for (const r of hit) next.set(r.id, applyCancel(r, now))
+        return [hit.length, next]
+      }),
+    claimState: (claim) => jobsTable((rows) => [claimStateOf(rows.get(claim.id), claim.token)]),
     purge: (status, before, limit = Infinity) =>
       jobsTable((rows) => {
         const finished = (r: JobRow) => (status === "completed" ? r.completedAt : r.failedAt)

@@ -11,6 +11,7 @@ import { isStale, type JobStatus } from "../../core/jobs.ts"
 import { decodeEpochMs } from "../../core/lease.ts"
 import type {
   Claim,
+  ClaimState,
   ClaimInput,
   ClaimResult,
   FinishInput,
@@ -20,7 +21,7 @@ import type {
   NewJob
 } from "../../core/model.ts"
 import { tableNames } from "../../core/tables.ts"
-import { applyClaim, keyFreed, showsOutcome } from "../../core/transitions.ts"
+import { applyClaim, claimStateOf, keyFreed, showsOutcome } from "../../core/transitions.ts"
 import { type InsertResult, JobLeases, JobStore, type JobStoreApi } from "../../ports/JobStore.ts"
 import { rememberingTable } from "../jobLeases.ts"
 import { makeBatcher } from "./batching.ts"
@@ -444,6 +445,24 @@ export const make = (
           return first === undefined || first === null ? null : String(first)
         })
     }))
+    // Claims checked at the same time (runners starting claimed jobs) are read in one SELECT.
+    const claimState = makeBatcher<Claim, ClaimState, SqlError>(64, (claims) =>
+      Effect.map(
+        rows(s.claimsOf([...new Set(claims.map((c) => c.id))])),
+        (found) => {
+          const byId = new Map(found.map((r) => [String(r.id), r]))
+          return claims.map((c) => {
+            const r = byId.get(c.id)
+            const row = r === undefined
+              ? undefined
+              : {
+                status: String(r.status) as JobStatus,
+                claimToken: r.claim_token == null ? null : String(r.claim_token)
+              }
+            return claimStateOf(row, c.token)
+          })
+        }
+      ))
 
     return JobStore.of({
       tables,
@@ -495,6 +514,8 @@ export const make = (
         retryTransient(dialect, "retry dead", write(s.retryDeadWhere(filter, now, limit))),
       discardDeadWhere: (filter, limit) =>
         retryTransient(dialect, "discard dead", write(s.discardDeadWhere(filter, limit))),
+      cancel: (filter, now) => retryTransient(dialect, "cancel", write(s.cancel(filter, now))),
+      claimState,
       purge: (status, before, limit) => retryTransient(dialect, "purge", write(s.purge(status, before, limit))),
       pruneHosts: (seenBefore, now) => retryTransient(dialect, "prune hosts", changed(s.pruneHosts(seenBefore, now))),
       touchHost: (host, now, fields) => Effect.asVoid(changed(s.upsertHost(host, now, fields))),

@@ -4,7 +4,16 @@
  */
 import type { ReapDecision } from "../../core/jobs.ts"
 import { leaseWindowMs } from "../../core/lease.ts"
-import type { Claim, ClaimInput, DeadJobFilter, JobFilter, JobRow, NewJob, Outcome } from "../../core/model.ts"
+import type {
+  CancelFilter,
+  Claim,
+  ClaimInput,
+  DeadJobFilter,
+  JobFilter,
+  JobRow,
+  NewJob,
+  Outcome
+} from "../../core/model.ts"
 import type { TableNames } from "../../core/tables.ts"
 import { attemptOutcomeOf, outcomeError, REAPED_DEAD, REAPED_RETRY } from "../../core/transitions.ts"
 import {
@@ -247,7 +256,17 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
     /** Deletes up to `limit` dead jobs matching `f`, longest dead first. */
     discardDeadWhere: (f: DeadJobFilter, limit: number) =>
       sql`DELETE FROM ${jobs} WHERE ${picked(dead(f), FAILED_AT, limit)}`,
-    purge: (status: "completed" | "failed" | "interrupted", before: number, limit?: number) => {
+    /** Cancels the unfinished jobs `f` matches (core's matchesCancel, applyCancel). */
+    cancel: (f: CancelFilter, now: number) =>
+      sql`UPDATE ${jobs} SET status = 'cancelled', failed_at = ${now}, stale_at = NULL, updated_at = ${now} WHERE status IN ('pending', 'processing')${
+        f.id === undefined ? empty : sql` AND id = ${f.id}`
+      }${f.status === undefined ? empty : sql` AND status = ${f.status}`}${
+        f.queue === undefined ? empty : sql` AND queue = ${f.queue}`
+      }${f.name === undefined ? empty : sql` AND name = ${f.name}`}`,
+    /** The status and token of each of `ids`, to tell where their claims stand. */
+    claimsOf: (ids: ReadonlyArray<string>) =>
+      sql`SELECT id, status, claim_token FROM ${jobs} WHERE id IN (${new SqlList(ids)})`,
+    purge: (status: "completed" | "failed" | "interrupted" | "cancelled", before: number, limit?: number) => {
       const [where, by] = status === "completed"
         ? [sql`status = 'completed' AND completed_at < ${before}`, COMPLETED_AT]
         : [sql`status = ${status} AND failed_at < ${before}`, FAILED_AT]

@@ -1,4 +1,4 @@
-/** What `jobs list | show | stats | retry | discard | purge` do (declared in ../commands/jobs.ts, loaded only to run). */
+/** What `jobs list | show | stats | retry | discard | cancel | purge` do (declared in ../commands/jobs.ts, loaded only to run). */
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -7,6 +7,7 @@ import type { JobStatus } from "../../core/jobs.ts"
 import type { DeadStatus, JobRow } from "../../core/model.ts"
 import { JobStore } from "../../ports/JobStore.ts"
 import { type DeadJobsFilter, discardDead, retryDead } from "../../runtime/deadJobs.ts"
+import * as Cancel from "../../runtime/cancel.ts"
 import { withStore } from "../database.ts"
 import { CliError, iso, print, table } from "../format.ts"
 import type { Common } from "../options.ts"
@@ -153,9 +154,50 @@ export const discard = (c: DeadConfig) =>
     })
   )
 
+/** The values of `jobs cancel`. */
+export interface CancelConfig extends Common {
+  readonly id: Option.Option<string>
+  readonly name: Option.Option<string>
+  readonly queue: Option.Option<string>
+  readonly status: Option.Option<"pending" | "processing">
+}
+
+/**
+ * `jobs cancel`: one job by id, or with filters every unfinished job they match (../../runtime/cancel.ts).
+ * A finished job, an unknown id or a filter that cannot work is an error line and changes nothing.
+ */
+export const cancel = (c: CancelConfig) =>
+  withStore(
+    c,
+    { create: false },
+    Effect.gen(function*() {
+      const filter = {
+        name: Option.getOrUndefined(c.name),
+        queue: Option.getOrUndefined(c.queue),
+        status: Option.getOrUndefined(c.status)
+      }
+      if (Option.isSome(c.id)) {
+        if (Object.values(filter).some((v) => v !== undefined)) {
+          return yield* new CliError({ message: "give a job id or --name/--queue/--status, not both" })
+        }
+        const done = yield* Cancel.cancel(c.id.value)
+        return yield* print(
+          c,
+          done,
+          () =>
+            done.wasRunning
+              ? `job ${done.id} is cancelled; its running attempt stops at its next heartbeat`
+              : `job ${done.id} is cancelled`
+        )
+      }
+      const done = yield* Cancel.cancelWhere(filter)
+      yield* print(c, done, () => `cancelled ${done.cancelled} job(s)`)
+    })
+  )
+
 /** The values of `jobs purge`. */
 export interface PurgeConfig extends Common {
-  readonly status: "completed" | "failed" | "interrupted"
+  readonly status: "completed" | "failed" | "interrupted" | "cancelled"
   readonly olderThan: number
 }
 

@@ -1,11 +1,11 @@
 /**
- * `leasehold jobs list | show <id> | stats | retry | discard | purge`: inspecting and repairing
- * job rows (../actions/jobs.ts).
+ * `leasehold jobs list | show <id> | stats | retry | discard | cancel | purge`: inspecting and
+ * repairing job rows (../actions/jobs.ts).
  */
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import { JOB_STATUSES } from "../../core/jobs.ts"
+import { CANCELLABLE_STATUSES, JOB_STATUSES } from "../../core/jobs.ts"
 import * as opt from "../options.ts"
 import { action } from "./action.ts"
 
@@ -56,13 +56,39 @@ const jobsDiscard = Command.make("discard", { ...opt.common, ...deadFilter }, ac
   Command.withDescription("Delete dead (failed or interrupted) jobs: one by id, or all that match.")
 )
 
+const jobsCancel = Command.make(
+  "cancel",
+  {
+    ...opt.common,
+    id: Args.text({ name: "job-id" }).pipe(
+      Args.withDescription("The job's id; without it, every unfinished job the filters match."),
+      Args.optional
+    ),
+    name: opt.text("name", "job", "Cancel the unfinished jobs of this type.").pipe(Options.optional),
+    queue: opt.text("queue", "queue", "Cancel the unfinished jobs in this queue.").pipe(Options.optional),
+    status: opt.choice("status", CANCELLABLE_STATUSES, "Cancel only pending or only processing jobs.").pipe(
+      Options.optional
+    )
+  },
+  action(load, (m) => m.cancel)
+).pipe(
+  Command.withDescription(
+    "Cancel a job, or the unfinished jobs matching --name, --queue and --status: a pending job never runs, a running one stops at its next heartbeat."
+  )
+)
+
 const jobsPurge = Command.make(
   "purge",
   {
     ...opt.common,
-    status: opt.choice("status", ["completed", "failed", "interrupted"] as const, "Which finished jobs to delete.", {
-      default: "completed"
-    }).pipe(Options.withDefault("completed" as const)),
+    status: opt.choice(
+      "status",
+      ["completed", "failed", "interrupted", "cancelled"] as const,
+      "Which finished jobs to delete.",
+      {
+        default: "completed"
+      }
+    ).pipe(Options.withDefault("completed" as const)),
     olderThan: opt.duration("older-than", "Delete only jobs that finished longer ago than this.", {
       default: "7 days"
     })
@@ -71,7 +97,7 @@ const jobsPurge = Command.make(
 ).pipe(Command.withDescription("Delete finished jobs of one status."))
 
 /** The subcommands of `jobs`. */
-export const jobsSubcommands = [jobsList, jobsShow, jobsStats, jobsRetry, jobsDiscard, jobsPurge] as const
+export const jobsSubcommands = [jobsList, jobsShow, jobsStats, jobsRetry, jobsDiscard, jobsCancel, jobsPurge] as const
 
 /** `jobs` and its subcommands. */
 export const jobs = Command.make("jobs").pipe(

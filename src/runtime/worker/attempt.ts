@@ -6,7 +6,7 @@
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import { Cause, Clock, Effect, Either, Exit, Option, Schema } from "effect"
-import { Fenced, JobTimeoutError, PayloadError, UnknownJobTypeError } from "../../core/errors.ts"
+import { Fenced, JobCancelled, JobTimeoutError, PayloadError, UnknownJobTypeError } from "../../core/errors.ts"
 import { type BackoffOptions, DEFAULT_BACKOFF } from "../../core/jobs.ts"
 import { busyDelaySeconds, leaseExpiresAt, leaseNameFor } from "../../core/lease.ts"
 import type { JobRow } from "../../core/model.ts"
@@ -15,7 +15,15 @@ import type { ScheduleStore } from "../../ports/ScheduleStore.ts"
 import { type HeldLease, Jobs } from "../Job.ts"
 import type { Resolved } from "./options.ts"
 import { observeAttempt } from "./observe.ts"
-import { describe, recordFailure, recordSuccess, releaseFenced, reportLeaseLost } from "./outcome.ts"
+import {
+  cancelledMeanwhile,
+  describe,
+  logCancelled,
+  recordFailure,
+  recordSuccess,
+  releaseFenced,
+  reportLeaseLost
+} from "./outcome.ts"
 import { perform } from "./perform.ts"
 import { anySlotFree, firstToFree, slotNames, takeSlot } from "./slots.ts"
 import type { Watch } from "./watchdog.ts"
@@ -73,6 +81,10 @@ const takeLease = (
     const retryAt = now + delay * 1000
     const holderOwner = Option.getOrNull(Option.map(holder, (h) => h.owner))
     if (!(yield* store.defer(job.id, token, now, retryAt, leaseName))) {
+      if (yield* cancelledMeanwhile(job)) {
+        yield* logCancelled("its job was cancelled before it started; not run")
+        return Either.left(ProcessResult.Cancelled({ job: jobRef(job), leaseLost: false }))
+      }
       return Either.left(ProcessResult.Fenced({ job: jobRef(job), leaseLost: false }))
     }
     // A holder may have released (and found no waiter to hand off to) between our
@@ -84,25 +96,42 @@ const takeLease = (
     return Either.left(ProcessResult.Deferred({ job: jobRef(job), leaseName, retryAt, holder: holderOwner }))
   })
 
-/** Runs one claimed job to its outcome; `timer` watches its timeout (default: a timer of its own). */
+/**
+ * Runs one claimed job to its outcome; `timer` watches its timeout (default: a timer of its own).
+ * With `recheck` (a job that waited since its claim), its claim is read first: a job cancelled
+ * meanwhile is not run.
+ */
 export const runClaimed = (
   job: JobRow,
   o: Resolved,
-  timer?: Watch
+  timer?: Watch,
+  recheck = false
 ): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
-  observeAttempt(job, runAttempt(job, o, timer)).pipe(
+  observeAttempt(job, runAttempt(job, o, timer, recheck)).pipe(
     Effect.annotateLogs({ jobId: job.id, jobName: job.name, attempt: job.attempts })
   )
 
 const runAttempt = (
   job: JobRow,
   o: Resolved,
-  timer: Watch | undefined
+  timer: Watch | undefined,
+  recheck: boolean
 ): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
   Effect.gen(function*() {
     const leases = yield* JobLeases
     const store = yield* JobStore
     const token = job.claimToken!
+    if (recheck) {
+      const state = yield* (yield* JobStore).claimState({ id: job.id, token })
+      if (state === "cancelled") {
+        yield* logCancelled("its job was cancelled before it started; not run")
+        return ProcessResult.Cancelled({ job: jobRef(job), leaseLost: false })
+      }
+      if (state === "lost") {
+        yield* Effect.logWarning("attempt fenced: its claim was taken back before it started; not run")
+        return ProcessResult.Fenced({ job: jobRef(job), leaseLost: false })
+      }
+    }
 
     const registered = (yield* Jobs).get(job.name)
     if (Option.isNone(registered)) {
@@ -147,7 +176,11 @@ const runAttempt = (
     // timeout: perform may still be running, so the lease is left to expire.
     const release = timedOut ? undefined : held?.name
     let result: ProcessResult
-    if (failedWith((e) => e instanceof Fenced)) {
+    if (failedWith((e) => e instanceof JobCancelled)) {
+      yield* logCancelled("perform stopped at a heartbeat")
+      result = ProcessResult.Cancelled({ job: jobRef(job), leaseLost: false })
+      if (release !== undefined) result = yield* releaseFenced(job, release, result)
+    } else if (failedWith((e) => e instanceof Fenced)) {
       yield* Effect.logWarning("attempt fenced: perform stopped on a fenced heartbeat; nothing recorded")
       result = ProcessResult.Fenced({ job: jobRef(job), leaseLost: false })
       if (release !== undefined) result = yield* releaseFenced(job, release, result)

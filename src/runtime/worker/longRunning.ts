@@ -165,12 +165,15 @@ export const make = (
     })
 
     const runner = Effect.forever(Effect.gen(function*() {
-      const job = yield* Queue.take(ready)
+      // A job that waited in the buffer is checked before it starts: it may have been cancelled
+      // since its claim. One handed straight to a waiting runner starts right after its claim.
+      const waited = yield* Queue.poll(ready)
+      const job = Option.isSome(waited) ? waited.value : yield* Queue.take(ready)
       room.buffered--
       room.active++
       const result = yield* hands.guard(
         job,
-        Effect.acquireUseRelease(running(1), () => runClaimed(job, o, timer), () => running(-1))
+        Effect.acquireUseRelease(running(1), () => runClaimed(job, o, timer, Option.isSome(waited)), () => running(-1))
       )
         .pipe(
           // The outcome could not be written (the database went away mid-attempt): the row stays

@@ -71,7 +71,10 @@ const finishAttempt = (
     const now = yield* Clock.currentTimeMillis
     const token = job.claimToken!
     const finished = yield* store.finish({ id: job.id, token, now, outcome, lease })
-    const result = resultOf(finished.written)
+    // Nothing written: fenced, unless the job was cancelled meanwhile (its row tells).
+    const result = !finished.written && (yield* cancelledMeanwhile(job))
+      ? ProcessResult.Cancelled({ job: jobRef(job), leaseLost: false })
+      : resultOf(finished.written)
     if (lease === undefined) return result
     if (finished.lease === "unknown") {
       yield* Effect.logInfo(
@@ -87,6 +90,18 @@ const finishAttempt = (
     })
   })
 
+/** Whether the job of a claimed row was cancelled since (an unreadable row counts as not). */
+export const cancelledMeanwhile = (job: JobRow): Effect.Effect<boolean, never, JobStore> =>
+  Effect.flatMap(JobStore, (store) =>
+    Effect.map(
+      Effect.orElseSucceed(store.claimState({ id: job.id, token: job.claimToken! }), () => "lost" as const),
+      (state) => state === "cancelled"
+    ))
+
+/** The one log line of an attempt that ended because its job was cancelled (never "fenced"). */
+export const logCancelled = (what: string) =>
+  Effect.logInfo(`attempt cancelled: ${what}; the job stays cancelled, nothing else recorded`)
+
 /** Records a completed attempt (fenced on its token); with `lease`, releases it in the same step. */
 export const recordSuccess = (job: JobRow, lease: string | undefined) =>
   Effect.gen(function*() {
@@ -100,7 +115,8 @@ export const recordSuccess = (job: JobRow, lease: string | undefined) =>
           : ProcessResult.Fenced({ job: jobRef(job), leaseLost: false })
     )
     // A completed attempt is logged with its duration where every attempt is (./observe.ts).
-    if (result._tag === "Fenced") {
+    if (result._tag === "Cancelled") yield* logCancelled("it finished, but its job had been cancelled meanwhile")
+    else if (result._tag === "Fenced") {
       yield* Effect.logWarning(
         "attempt fenced: it finished, but its claim had been reaped and re-claimed; nothing recorded"
       )
@@ -130,7 +146,9 @@ export const recordFailure = (job: JobRow, backoff: BackoffOptions, error: strin
           leaseLost: false
         })
         : ProcessResult.Fenced({ job: jobRef(job), leaseLost: false }))
-    if (result._tag === "Fenced") {
+    if (result._tag === "Cancelled") {
+      yield* logCancelled(`it failed after its job had been cancelled (${message})`)
+    } else if (result._tag === "Fenced") {
       yield* Effect.logWarning(
         `attempt fenced: its claim was reaped and re-claimed; its failure was not recorded (${message})`
       )
@@ -144,7 +162,10 @@ export const recordFailure = (job: JobRow, backoff: BackoffOptions, error: strin
     return result
   })
 
-/** A fenced attempt writes no outcome but still gives its lease back (owner-fenced) and hands off. */
+/**
+ * A fenced or cancelled attempt writes no outcome but still gives its lease back (owner-fenced)
+ * and hands off.
+ */
 export const releaseFenced = (job: JobRow, name: string, result: ProcessResult) =>
   Effect.gen(function*() {
     const leases = yield* JobLeases

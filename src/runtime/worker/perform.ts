@@ -4,7 +4,7 @@
  * `onLeaseLost`, and the attempt's timeout.
  */
 import { Clock, Deferred, Duration, Effect, Either, Exit, Fiber, Option, Ref } from "effect"
-import { Fenced, JobTimeoutError, LeaseLostError } from "../../core/errors.ts"
+import { Fenced, JobCancelled, JobTimeoutError, LeaseLostError } from "../../core/errors.ts"
 import { leaseExpiresAt } from "../../core/lease.ts"
 import type { JobRow } from "../../core/model.ts"
 import { JobLeases, JobStore } from "../../ports/JobStore.ts"
@@ -72,9 +72,12 @@ export const perform = (
       lease: Ref.get(leaseRef),
       heartbeat: Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        // A fenced attempt stops before it renews anything.
+        // A fenced or cancelled attempt stops before it renews anything.
         if (!(yield* store.heartbeat(job.id, token, now, leaseExpiresAt(now, job.claimTimeout)))) {
-          return yield* new Fenced({ jobId: job.id, jobName: job.name, attempt: job.attempts })
+          const which = { jobId: job.id, jobName: job.name, attempt: job.attempts }
+          return yield* (yield* store.claimState({ id: job.id, token })) === "cancelled"
+            ? new JobCancelled(which)
+            : new Fenced(which)
         }
         yield* renewLease(now)
       })

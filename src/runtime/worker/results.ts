@@ -24,6 +24,8 @@ export interface JobRef {
  * - `Failed`: perform failed (or timed out, or its payload or type was bad); `willRetry` with
  *   `retryAt`, or dead.
  * - `Fenced`: the attempt's claim had been reaped and re-claimed; nothing was recorded.
+ * - `Cancelled`: the job was cancelled (src/runtime/cancel.ts) before the attempt started or
+ *   while it ran; perform was stopped (or never run) and nothing else was recorded.
  * - `Deferred`: its lease was busy; the job waits until `retryAt` with its attempt given back.
  * - `Capped`: this host is at its cap. `Draining`: this host is draining and starts nothing.
  */
@@ -38,6 +40,7 @@ export type ProcessResult = Data.TaggedEnum<{
     readonly leaseLost: boolean
   }
   Fenced: { readonly job: JobRef; readonly leaseLost: boolean }
+  Cancelled: { readonly job: JobRef; readonly leaseLost: boolean }
   Deferred: {
     readonly job: JobRef
     readonly leaseName: string
@@ -56,7 +59,7 @@ export const jobRef = (job: JobRow): JobRef => ({ id: job.id, name: job.name, qu
 
 /** `result` marked as having lost its lease (only outcomes of a run that held one carry the flag). */
 export const withLeaseLost = (result: ProcessResult): ProcessResult =>
-  result._tag === "Completed" || result._tag === "Failed" || result._tag === "Fenced"
+  result._tag === "Completed" || result._tag === "Failed" || result._tag === "Fenced" || result._tag === "Cancelled"
     ? { ...result, leaseLost: true }
     : result
 
@@ -76,6 +79,8 @@ export const tallyOf = (t: QueueTally, r: ProcessResult): QueueTally => {
       }
     case "Fenced":
       return { ...t, fenced: t.fenced + 1, leasesLost: t.leasesLost + lostCount(r) }
+    case "Cancelled":
+      return { ...t, cancelled: t.cancelled + 1, leasesLost: t.leasesLost + lostCount(r) }
     case "Deferred":
       return { ...t, skipped: t.skipped + 1 }
     default:
@@ -89,6 +94,7 @@ export interface TickResult {
   readonly processed: number
   readonly failed: number
   readonly fenced: number
+  readonly cancelled: number
   readonly deferred: number
   readonly leasesLost: number
   readonly reaped: number
@@ -102,6 +108,7 @@ export const emptyTick = (host: string, reaped: number): TickResult => ({
   processed: 0,
   failed: 0,
   fenced: 0,
+  cancelled: 0,
   deferred: 0,
   leasesLost: 0,
   reaped,
@@ -118,6 +125,8 @@ export const tickOf = (t: TickResult, r: ProcessResult): TickResult => {
       return { ...t, failed: t.failed + 1, leasesLost: t.leasesLost + lostCount(r) }
     case "Fenced":
       return { ...t, fenced: t.fenced + 1, leasesLost: t.leasesLost + lostCount(r) }
+    case "Cancelled":
+      return { ...t, cancelled: t.cancelled + 1, leasesLost: t.leasesLost + lostCount(r) }
     case "Deferred":
       return { ...t, deferred: t.deferred + 1 }
     case "Capped":

@@ -9,9 +9,11 @@ import { Deferred, Effect, Exit, Fiber, Logger, Option, Ref, Scope, TestClock } 
 import { CancelFilterError, JobNotCancellableError, JobNotFoundError } from "../../src/core/errors.ts"
 import { JobLeases, JobStore } from "../../src/JobStore.ts"
 import { cancel, type CancelWhere, cancelWhere, define, enqueue, heartbeat } from "../../src/runtime/Job.ts"
+import * as Metrics from "../../src/runtime/metrics.ts"
 import * as Worker from "../../src/runtime/Worker.ts"
 import { type AdapterName, layerFor } from "../support/databases.ts"
 import { Boom, eventually, gated, Ok, Payload, RunLog, withJobs } from "../support/jobs.ts"
+import { parseScrape } from "../support/prometheus.ts"
 import { startWorker } from "./worker.ts"
 
 const T0 = 1_791_039_632_175
@@ -157,6 +159,12 @@ export const cancelConformance = (adapter: AdapterName) =>
               yield* TestClock.setTime(T0)
               const running = yield* enqueue(Beat, { n: 1 }, { priority: 1 })
               const waiting = yield* enqueue(Beat, { n: 2 })
+              const cancelledMetric = Effect.map(
+                Metrics.render,
+                (text) =>
+                  parseScrape(text).value("leasehold_jobs_cancelled_total", { job: "beat", queue: "default" }) ?? 0
+              )
+              const before = yield* cancelledMetric
               const attempt = yield* Effect.fork(Worker.processNext({ host: "h" }))
               yield* Deferred.await(started)
               // the other job of the key finds it busy and waits
@@ -181,6 +189,7 @@ export const cancelConformance = (adapter: AdapterName) =>
                 })
               )
               expect(yield* Ref.get(seen)).toEqual(["JobCancelled"])
+              expect((yield* cancelledMetric) - before).toBe(1)
               expect(yield* row(running.id)).toMatchObject({ status: "cancelled", attempts: 1 })
               expect(yield* (yield* JobLeases).ownerOf("key:cancel-key")).toEqual(Option.none())
               expect((yield* row(waiting.id)).runAt).toBe(T0 + 5000)

@@ -378,6 +378,7 @@ export const exclusiveConformance = (adapter: AdapterName) =>
               failed: 0,
               skipped: 0,
               fenced: 0,
+              cancelled: 0,
               leasesLost: 1,
               errors: []
             })

@@ -241,6 +241,9 @@ describe.each(targets)("Promise API on $name", (target) => {
       expect(await lh.discardDead({ name: "Doomed" })).toBe(2)
       expect((await lh.listJobs()).map((j) => j.id)).toEqual([jobs[0]!.id])
     } finally {
+      await done()
+    }
+  })
 
   it("cancels: a pending job never runs, a running one's heartbeat rejects with JobCancelled; errors are named", {
     timeout: 60_000

@@ -87,7 +87,7 @@ describe("the handler", () => {
     const bad = await serve(request("GET", "/jobs?status=<b>dead</b>"))
     expect(bad.status).toBe(400)
     expect(bad.body).toContain(
-      "status: expected one of pending, processing, completed, failed, interrupted, got &quot;&lt;b&gt;dead&lt;/b&gt;&quot;"
+      "status: expected one of pending, processing, completed, failed, interrupted, cancelled, got &quot;&lt;b&gt;dead&lt;/b&gt;&quot;"
     )
     expect((await serve(request("GET", "/jobs?after=yesterday"))).status).toBe(400)
     expect((await serve(request("GET", "/nowhere"))).status).toBe(404)

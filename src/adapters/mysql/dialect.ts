@@ -120,6 +120,7 @@ export const mysql: Dialect = {
   // an autocommit statement fails, with ER_LOCK_DEADLOCK (1213) and is rolled back whole, like
   // an InnoDB deadlock victim: the same transient rule applies (docs/scale-out.md).
   isTransient: (cause) => ["ER_LOCK_DEADLOCK", "ER_LOCK_WAIT_TIMEOUT"].includes(errorCode(cause) ?? ""),
+  isDuplicateKey: (cause) => errorCode(cause) === "ER_DUP_ENTRY",
   // mysql2 marks an error that ended the connection `fatal`; the codes cover a refused connect.
   // A Galera node outside the primary component refuses every statement with 1047 ("WSREP has
   // not yet prepared node for application use"), and a commit cut off by losing the primary

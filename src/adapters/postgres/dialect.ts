@@ -141,6 +141,7 @@ SELECT (SELECT COUNT(*) FROM back) AS handed_back, (SELECT COUNT(*) FROM release
       } THEN history - 0 ELSE COALESCE(history, '[]'::jsonb) END || jsonb_build_array(jsonb_build_object('attempt', attempts, 'startedAt', updated_at, 'endedAt', ${e.endedAt}::bigint, 'outcome', ${e.outcome}::text, 'error', ${e.error}::text, 'host', claimed_by))`
   },
   isTransient: (cause) => ["40P01", "40001"].includes(errorCode(cause) ?? ""),
+  isDuplicateKey: (cause) => errorCode(cause) === "23505",
   // Class 08 (connection exception), 57P01–57P03 (server shutting down or not yet up), a socket
   // error, or node-postgres's own message for a connection that ended under a query.
   isDisconnect: (cause) => {

@@ -32,7 +32,7 @@ import * as ScheduleStoreAdapter from "./ScheduleStore.ts"
 import type { ScheduleStore } from "../../ports/ScheduleStore.ts"
 import * as LeaseLock from "./LeaseLock.ts"
 import { leaseStatements } from "./leaseStatements.ts"
-import { retryReconnecting, retryTransient } from "./retry.ts"
+import { causeOf, retryReconnecting, retryTransient } from "./retry.ts"
 import { SqlList, type Statement } from "./statement.ts"
 import { inTransaction, NEXT_READ_COMMITTED, readCommittedTransaction } from "./transaction.ts"
 
@@ -163,8 +163,13 @@ export const make = (
               again.push(j)
             } else settled.set(j.id, { id: holder.id, duplicate: true })
           }
-          // Nothing holds the key, yet the insert wrote nothing: its error is the real failure.
-          if (inserted.error !== undefined && again.length > 0 && freed.size === 0) {
+          // Nothing holds the key, yet the insert wrote nothing: its error is the real failure,
+          // unless it was a duplicate key: then a holder existed when it ran and another enqueue
+          // has freed the key since, its own insert still to come; the next round settles it.
+          if (
+            inserted.error !== undefined && again.length > 0 && freed.size === 0 &&
+            !dialect.isDuplicateKey(causeOf(inserted.error))
+          ) {
             return yield* Effect.fail(inserted.error)
           }
           if (freed.size > 0) yield* write(s.freeKeys([...freed]))

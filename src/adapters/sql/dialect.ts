@@ -77,6 +77,11 @@ export interface Dialect {
    * not have run, so only a statement fenced against running twice may be sent again.
    */
   readonly isDisconnect: (cause: unknown) => boolean
+  /**
+   * Whether a driver error is a unique-key violation: an insert that met a key another row held
+   * when it ran (which may have been freed since).
+   */
+  readonly isDuplicateKey: (cause: unknown) => boolean
 }
 
 /** Socket-level error codes that Node's net module and both network drivers use. */

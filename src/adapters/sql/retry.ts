@@ -52,7 +52,8 @@ export const reconnectSchedule = Schedule.exponential("200 millis").pipe(
 // One live clock for every reconnect wait, whatever Clock the caller's fiber has.
 const liveClock = Clock.make()
 
-const causeOf = (e: unknown): unknown => (e instanceof SqlError ? e.cause : undefined)
+/** The driver error inside a `SqlError` (undefined for anything else). */
+export const causeOf = (e: unknown): unknown => (e instanceof SqlError ? e.cause : undefined)
 
 const transientLoop = <A, E>(
   kinds: FailureKinds,

@@ -99,6 +99,8 @@ export const sqlite: Dialect = {
       } THEN json_remove(history, '$[0]') ELSE COALESCE(history, '[]') END, '$[#]', json_object('attempt', attempts, 'startedAt', updated_at, 'endedAt', CAST(${e.endedAt} AS INTEGER), 'outcome', ${e.outcome}, 'error', ${e.error}, 'host', claimed_by))`
   },
   isTransient: (cause) => ["SQLITE_BUSY", "SQLITE_BUSY_SNAPSHOT"].includes(errorCode(cause) ?? ""),
+  isDuplicateKey: (cause) =>
+    ["SQLITE_CONSTRAINT_UNIQUE", "SQLITE_CONSTRAINT_PRIMARYKEY"].includes(errorCode(cause) ?? ""),
   // In-process: there is no connection to lose.
   isDisconnect: () => false,
   affectedRows: (raw) => Number((raw as { changes?: number }).changes ?? 0)

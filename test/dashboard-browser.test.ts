@@ -2,8 +2,8 @@
  * The dashboard in a real browser: Debian's chromium driven by playwright-core (no browser
  * download; .ci/run installs the package). On SQLite and on PostgreSQL it opens every page of a
  * seeded dashboard (test/support/dashboard.ts), checks that hostile data stayed text (no dialog,
- * no element but ours), pages through the jobs by keyset, filters them, and retries a dead job by
- * clicking, after which the job shows pending. The PostgreSQL run writes a screenshot of each page
+ * no element but ours), pages through the jobs by keyset, filters them, retries a dead job by
+ * clicking, after which the job shows pending, cancels a pending one and discards a dead one. The PostgreSQL run writes a screenshot of each page
  * to docs/img/ (the README shows them); the seeded data and the clock are fixed, so they only
  * change when the pages do.
  */
@@ -16,7 +16,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { clientLayerForUrl } from "../src/adapters/clients.ts"
 import { JobStore } from "../src/JobStore.ts"
 import { DEAD_ID, NOW, SEEDED_JOBS, type SeededDashboard, startSeeded, XSS, XSS_ID } from "./support/dashboard.ts"
+import { dropPrefixed } from "./support/databases.ts"
 import { PG_URL, uniquePrefix } from "./support/urls.ts"
+
+/** A seeded pending job (test/support/dashboard.ts), and a dead one. */
+const PENDING_ID = "00000000-0000-4000-8000-000000000070"
+const PENDING_NAME = "SyncAccount"
+const DISCARD_ID = "00000000-0000-4000-8000-000000000018"
 
 const IMG = join(import.meta.dirname, "..", "docs", "img")
 const TOKEN = "s3cret-token"
@@ -48,17 +54,25 @@ afterAll(async () => {
   rmSync(sqliteDir, { recursive: true, force: true })
 })
 
-/** A page that fails the test on any dialog (an escaped `<script>` never opens one) or script error. */
-const open = async (url: string): Promise<{ page: Page; problems: Array<string> }> => {
+/**
+ * A page that fails the test on any alert or prompt (an escaped `<script>` never opens one) or
+ * script error. An action's confirm question is accepted, and kept in `confirmed`.
+ */
+const open = async (url: string): Promise<{ page: Page; problems: Array<string>; confirmed: Array<string> }> => {
   const page = await browser.newPage()
   const problems: Array<string> = []
+  const confirmed: Array<string> = []
   page.on("dialog", (d) => {
+    if (d.type() === "confirm") {
+      confirmed.push(d.message())
+      return void d.accept()
+    }
     problems.push(`dialog: ${d.message()}`)
     void d.dismiss()
   })
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`))
   await page.goto(url)
-  return { page, problems }
+  return { page, problems, confirmed }
 }
 
 /** Nothing of the hostile data became an element: our one script, no images. */
@@ -86,12 +100,7 @@ describe.each(DATABASES)("the dashboard on $name", { timeout: 90_000 }, (databas
   }, 60_000)
   afterAll(async () => {
     if (database.name === "postgres" && dash !== undefined) {
-      await dash.runtime.runPromise(Effect.gen(function*() {
-        const sql = yield* (yield* Effect.promise(() => import("@effect/sql"))).SqlClient.SqlClient
-        for (const t of ["jobs", "hosts", "job_locks", "migration_locks", "migrations"]) {
-          yield* sql.unsafe(`DROP TABLE IF EXISTS "${prefix}${t}"`)
-        }
-      }) as Effect.Effect<void, unknown, never>)
+      await dash.runtime.runPromise(dropPrefixed(prefix) as unknown as Effect.Effect<void, unknown, never>)
     }
     await dash?.close()
   })
@@ -189,6 +198,37 @@ describe.each(DATABASES)("the dashboard on $name", { timeout: 90_000 }, (databas
     expect(await page.getByRole("button", { name: "Retry" }).count()).toBe(0)
     const row = await dash.runtime.runPromise(Effect.flatMap(JobStore, (s) => s.get(DEAD_ID)))
     expect(Option.map(row, (r) => [r.status, r.attempts, r.runAt])).toEqual(Option.some(["pending", 0, NOW]))
+    expect(problems).toEqual([])
+    await page.close()
+  })
+
+  it("cancelling a pending job by clicking shows it cancelled", async () => {
+    const { confirmed, page, problems } = await open(`${dash.url}/jobs/${PENDING_ID}`)
+    expect(await page.locator("dl.fields .status").textContent()).toBe("pending")
+    await page.fill("#token-form input[name=token]", TOKEN)
+    await page.getByRole("button", { name: "Use token" }).click()
+    await page.getByRole("button", { name: "Cancel" }).click()
+    await expect.poll(() => page.locator("#flash").textContent()).toBe(`job ${PENDING_ID} is cancelled`)
+    expect(confirmed).toEqual([`Cancel the pending job ${PENDING_NAME} ${PENDING_ID}?`])
+    await expect.poll(() => page.locator("dl.fields .status").textContent()).toBe("cancelled")
+    expect(await page.getByRole("button", { name: "Cancel" }).count()).toBe(0)
+    const row = await dash.runtime.runPromise(Effect.flatMap(JobStore, (s) => s.get(PENDING_ID)))
+    expect(Option.map(row, (r) => r.status)).toEqual(Option.some("cancelled"))
+    expect(problems).toEqual([])
+    await page.close()
+  })
+
+  it("discarding a dead job by clicking deletes it and goes to the dead jobs", async () => {
+    const { confirmed, page, problems } = await open(`${dash.url}/jobs/${DISCARD_ID}`)
+    await page.fill("#token-form input[name=token]", TOKEN)
+    await page.getByRole("button", { name: "Use token" }).click()
+    await page.getByRole("button", { name: "Discard" }).click()
+    await expect.poll(() => page.url()).toBe(`${dash.url}/jobs?status=failed`)
+    await expect.poll(() => page.locator("#flash").textContent()).toBe(`discarded job ${DISCARD_ID}`)
+    expect(confirmed).toHaveLength(1)
+    expect(await page.locator("tbody").textContent()).not.toContain(DISCARD_ID)
+    const row = await dash.runtime.runPromise(Effect.flatMap(JobStore, (s) => s.get(DISCARD_ID)))
+    expect(Option.isNone(row)).toBe(true)
     expect(problems).toEqual([])
     await page.close()
   })

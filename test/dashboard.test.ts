@@ -19,7 +19,7 @@ import { escapeHtml, html } from "../src/dashboard/html.ts"
 import { JobStore } from "../src/JobStore.ts"
 import * as Migrator from "../src/runtime/migrate.ts"
 import { MemoryDatabase } from "../src/adapters/memory/database.ts"
-import { DEAD_ID, fixedClock, seed, XSS } from "./support/dashboard.ts"
+import { DEAD_ID, fixedClock, seed, XSS, XSS_ID } from "./support/dashboard.ts"
 import { Clock } from "effect"
 
 const services = Layer.mergeAll(memoryJobStoreLayer(), memoryJobInsightsLayer()).pipe(
@@ -117,6 +117,69 @@ describe("the handler", () => {
     expect(await status()).toBe("pending")
     // Twice is a conflict: it is no longer dead.
     expect((await serve(request("POST", retry, { "x-leasehold-token": "t" }), "t")).status).toBe(409)
+  })
+
+  it("cancels an unfinished job and discards a dead one, with the token only; typed refusals are 404 and 409", async () => {
+    const post = (path: string, token = "t") => serve(request("POST", path, { "x-leasehold-token": token }), "t")
+    const job = (id: string) => runtime.runPromise(Effect.flatMap(JobStore, (s) => s.get(id)))
+    const PENDING = "00000000-0000-4000-8000-000000000070"
+    const RUNNING = "00000000-0000-4000-8000-000000000063"
+    const DEAD = "00000000-0000-4000-8000-000000000009"
+    const COMPLETED = "00000000-0000-4000-8000-000000000001"
+    // The buttons the job page offers follow its status, and only with a token.
+    const buttons = async (id: string, token?: string) =>
+      [...(await serve(request("GET", `/jobs/${id}`), token)).body.matchAll(/data-action="\/jobs\/[^/]+\/(\w+)"/g)]
+        .map((m) => m[1])
+    expect(await buttons(PENDING, "t")).toEqual(["cancel"])
+    expect(await buttons(RUNNING, "t")).toEqual(["cancel"])
+    expect(await buttons(DEAD, "t")).toEqual(["retry", "discard"])
+    expect(await buttons(COMPLETED, "t")).toEqual([])
+    expect(await buttons(PENDING)).toEqual([])
+    expect(await buttons(DEAD)).toEqual([])
+    // Without a configured token, or with a wrong one, nothing changes.
+    expect((await serve(request("POST", `/jobs/${PENDING}/cancel`, { "x-leasehold-token": "t" }))).status).toBe(403)
+    expect((await serve(request("POST", `/jobs/${DEAD}/discard`, { "x-leasehold-token": "t" }))).status).toBe(403)
+    expect((await post(`/jobs/${PENDING}/cancel`, "wrong")).status).toBe(401)
+    expect((await post(`/jobs/${DEAD}/discard`, "wrong")).status).toBe(401)
+    expect(await job(PENDING)).toMatchObject({ value: { status: "pending" } })
+    expect(await job(DEAD)).toMatchObject({ value: { status: "failed" } })
+    // Cancel: pending at once; a running one says its attempt stops later; a finished one is a 409.
+    expect(await post(`/jobs/${PENDING}/cancel`)).toMatchObject({
+      status: 200,
+      body: JSON.stringify({ message: `job ${PENDING} is cancelled` })
+    })
+    expect(await job(PENDING)).toMatchObject({ value: { status: "cancelled" } })
+    expect(await buttons(PENDING, "t")).toEqual([])
+    expect(JSON.parse((await post(`/jobs/${RUNNING}/cancel`)).body)).toEqual({
+      message: `job ${RUNNING} is cancelled; its running attempt stops at its next heartbeat`
+    })
+    const again = await post(`/jobs/${PENDING}/cancel`)
+    expect(again.status).toBe(409)
+    expect(JSON.parse(again.body).error).toBe(
+      `job ${PENDING} is cancelled: only a pending or processing job can be cancelled`
+    )
+    expect((await post(`/jobs/${COMPLETED}/cancel`)).status).toBe(409)
+    // Discard: only a dead job; the row is gone after.
+    expect((await post(`/jobs/${COMPLETED}/discard`)).status).toBe(409)
+    expect(await job(COMPLETED)).toMatchObject({ _tag: "Some" })
+    expect(await post(`/jobs/${DEAD}/discard`)).toMatchObject({
+      status: 200,
+      body: JSON.stringify({ message: `discarded job ${DEAD}` })
+    })
+    expect(await job(DEAD)).toMatchObject({ _tag: "None" })
+    expect((await post(`/jobs/${DEAD}/discard`)).status).toBe(404)
+    // A hostile id is refused as JSON (never HTML), naming the id as data.
+    const hostile = encodeURIComponent(XSS.payload)
+    for (const action of ["cancel", "discard"]) {
+      const res = await post(`/jobs/${hostile}/${action}`)
+      expect(res.status).toBe(404)
+      expect(res.headers["content-type"]).toContain("application/json")
+      expect(JSON.parse(res.body).error).toBe(`no job with id ${XSS.payload}`)
+    }
+    // The hostile job's discard button: its type, in the confirm question, stays text.
+    const page = await serve(request("GET", `/jobs/${XSS_ID}`), "t")
+    expect(page.body).toContain(`data-confirm="Delete the dead job ${escapeHtml(XSS.type)} ${XSS_ID}?`)
+    expect(page.body.match(/<script/g)).toHaveLength(1)
   })
 
   it("drains and resumes a host, and clears an expired lease but not a live one", async () => {

@@ -1,11 +1,13 @@
 /**
- * The dashboard's actions (POST only, behind the token checked in ./app.ts): retry a dead job,
- * drain or resume a host, clear an expired lease. Each answers one line saying what it did, or
+ * The dashboard's actions (POST only, behind the token checked in ./app.ts): retry, cancel or
+ * discard a job, drain or resume a host, clear an expired lease. Each answers one line saying what it did, or
  * an `ActionError` saying why it did nothing.
  */
 import { Clock, Effect, Option } from "effect"
 import { isExpired } from "../core/lease.ts"
 import { JobLeases, JobStore } from "../ports/JobStore.ts"
+import * as Cancel from "../runtime/cancel.ts"
+import { discardDead } from "../runtime/deadJobs.ts"
 import * as Worker from "../runtime/Worker.ts"
 import { duration } from "./format.ts"
 
@@ -21,6 +23,42 @@ export const retryJob = (id: string) =>
     const ok = yield* store.retryDead(id, yield* Clock.currentTimeMillis)
     if (!ok) return yield* Effect.fail(new ActionError(409, `no failed or interrupted job with id ${id}`))
     return `job ${id} is pending again`
+  })
+
+/**
+ * Cancels a pending or processing job (../runtime/cancel.ts): a pending one never runs, a running
+ * one stops at its next heartbeat. No such job: 404; a finished one: 409.
+ */
+export const cancelJob = (id: string) =>
+  Cancel.cancel(id).pipe(
+    Effect.map((done) =>
+      done.wasRunning
+        ? `job ${id} is cancelled; its running attempt stops at its next heartbeat`
+        : `job ${id} is cancelled`
+    ),
+    Effect.catchTags({
+      JobNotFoundError: (e) => Effect.fail(new ActionError(404, e.message)),
+      JobNotCancellableError: (e) => Effect.fail(new ActionError(409, e.message))
+    })
+  )
+
+/** Deletes a dead (failed or interrupted) job. No such job: 404; one that is not dead: 409. */
+export const discardJob = (id: string) =>
+  Effect.gen(function*() {
+    const found = yield* (yield* JobStore).get(id)
+    if (Option.isNone(found)) return yield* Effect.fail(new ActionError(404, `no job with id ${id}`))
+    const status = found.value.status
+    if (status !== "failed" && status !== "interrupted") {
+      return yield* Effect.fail(new ActionError(409, `job ${id} is ${status}: only a dead job can be discarded`))
+    }
+    const n = yield* Effect.catchTag(
+      discardDead({ ids: [id] }),
+      "JobFilterError",
+      (e) => Effect.fail(new ActionError(400, e.message))
+    )
+    // It was retried (or discarded) between the read and the delete.
+    if (n === 0) return yield* Effect.fail(new ActionError(409, `job ${id} is no longer dead; not discarded`))
+    return `discarded job ${id}`
   })
 
 /** Marks a host draining until resumed. */

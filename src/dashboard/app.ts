@@ -12,7 +12,7 @@ import type { JobInsights } from "../ports/JobInsights.ts"
 import type { LeaseError } from "../ports/LeaseLock.ts"
 import * as Metrics from "../runtime/metrics.ts"
 import type { JobLeases, JobStore } from "../ports/JobStore.ts"
-import { ActionError, clearLease, drainHost, resumeHost, retryJob } from "./actions.ts"
+import { ActionError, cancelJob, clearLease, discardJob, drainHost, resumeHost, retryJob } from "./actions.ts"
 import { CSS, FRAGMENT_HEADER, JS, TOKEN_HEADER } from "./assets.ts"
 import { html } from "./html.ts"
 import * as Pages from "./pages.ts"
@@ -128,12 +128,16 @@ const pageFor = (ctx: PageContext, path: string, params: URLSearchParams): Route
 
 /** Which action a POST path asks for. */
 const actionFor = (path: string): Route<string, ActionError> | undefined => {
-  const m = /^\/(jobs|hosts|leases)\/([^/]+)\/(retry|drain|resume|clear)$/.exec(path)
+  const m = /^\/(jobs|hosts|leases)\/([^/]+)\/(retry|cancel|discard|drain|resume|clear)$/.exec(path)
   const target = m === null ? undefined : segment(m[2]!)
   if (m === null || target === undefined) return undefined
   switch (`${m[1]}/${m[3]}`) {
     case "jobs/retry":
       return retryJob(target)
+    case "jobs/cancel":
+      return cancelJob(target)
+    case "jobs/discard":
+      return discardJob(target)
     case "hosts/drain":
       return drainHost(target)
     case "hosts/resume":

@@ -39,6 +39,7 @@ pre.error, .error, .expired, .gone { color: var(--bad); }
 .status-failed, .status-interrupted { background: #f8e0e0; color: var(--bad); }
 .status-processing { background: #e1e9fb; color: var(--accent); }
 .status-pending { background: #fbefd9; color: var(--warn); }
+.status-cancelled { background: #ececec; color: var(--muted); text-decoration: line-through; }
 dl.stats { display: flex; gap: 1rem; flex-wrap: wrap; margin: 0; }
 dl.stats div { background: #fff; border: 1px solid var(--line); padding: .6rem 1rem; min-width: 10rem; }
 dl.stats dt { color: var(--muted); font-size: .85em; }
@@ -59,7 +60,7 @@ form.filters label { display: flex; flex-direction: column; font-size: .85em; co
 input, select, button { font: inherit; padding: .25rem .5rem; }
 button.action { cursor: pointer; }
 nav.pager { display: flex; gap: 1rem; margin-top: .8rem; }
-.actions { margin-bottom: .8rem; }
+.actions { margin-bottom: .8rem; display: flex; gap: .5rem; }
 #flash { margin: 0; padding: .5rem 1.5rem; background: #e1e9fb; }
 #flash:empty { display: none; }
 #flash.bad { background: #f8e0e0; color: var(--bad); }
@@ -71,7 +72,9 @@ export const JS = `"use strict";
   var KEY = "leasehold-dashboard-token";
   var main = document.getElementById("main");
   var flash = document.getElementById("flash");
+  var FLASH = "leasehold-dashboard-flash";
   function say(text, bad) { flash.textContent = text; flash.className = bad ? "bad" : ""; }
+  if (sessionStorage.getItem(FLASH)) { say(sessionStorage.getItem(FLASH), false); sessionStorage.removeItem(FLASH); }
   function refresh() {
     return fetch(location.href, { headers: { "${FRAGMENT_HEADER}": "main" }, cache: "no-store" }).then(function (res) {
       if (!res.ok) throw new Error(res.status + " " + res.statusText);
@@ -103,6 +106,8 @@ export const JS = `"use strict";
       headers: { "${TOKEN_HEADER}": sessionStorage.getItem(KEY) || "" }
     }).then(function (res) {
       return res.json().catch(function () { return { error: res.status + " " + res.statusText }; }).then(function (body) {
+        var after = button.getAttribute("data-after");
+        if (res.ok && after) { sessionStorage.setItem(FLASH, body.message); location.assign(after); return; }
         say(res.ok ? body.message : body.error, !res.ok);
         return res.ok ? refresh() : undefined;
       });

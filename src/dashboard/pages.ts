@@ -57,12 +57,21 @@ const table = (head: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<Pa
       rows.map((r) => html`<tr>${r.map((c) => html`<td>${c}</td>`)}</tr>`)
     }</tbody></table>`
 
-/** A POST button for an action (./app.ts checks the token); nothing when actions are off. */
-const actionButton = (ctx: PageContext, path: string, label: string, confirm?: string): Html =>
+/**
+ * A POST button for an action (./app.ts checks the token); nothing when actions are off.
+ * `confirm`: a question to confirm first; `after`: the page to go to once it succeeded (when
+ * the current one no longer exists), else the current page is refreshed.
+ */
+const actionButton = (
+  ctx: PageContext,
+  path: string,
+  label: string,
+  options: { readonly confirm?: string; readonly after?: string } = {}
+): Html =>
   ctx.actions
     ? html`<button type="button" class="action" data-action="${ctx.base}${path}"${
-      confirm === undefined ? "" : html` data-confirm="${confirm}"`
-    }>${label}</button>`
+      options.confirm === undefined ? "" : html` data-confirm="${options.confirm}"`
+    }${options.after === undefined ? "" : html` data-after="${ctx.base}${options.after}"`}>${label}</button>`
     : html``
 
 const jobLink = (ctx: PageContext, id: string): Html =>
@@ -290,7 +299,7 @@ const leaseTable = (ctx: PageContext, rows: ReadonlyArray<LeaseRow>, now: number
           ctx,
           `/leases/${encodeURIComponent(l.name)}/clear`,
           "Clear",
-          `Clear the expired lease ${l.name}?`
+          { confirm: `Clear the expired lease ${l.name}?` }
         )
         : ""
     ]),
@@ -334,8 +343,24 @@ export const job = (ctx: PageContext, id: string) =>
       ["timeout", r.claimTimeout === null ? null : `${r.claimTimeout}s`],
       ["waits for lease", r.leaseName === null ? null : html`<span class="mono">${r.leaseName}</span>`]
     ]
-    const retryable = r.status === "failed" || r.status === "interrupted"
-    const actions = retryable ? actionButton(ctx, `/jobs/${encodeURIComponent(r.id)}/retry`, "Retry") : html``
+    const path = `/jobs/${encodeURIComponent(r.id)}`
+    const dead = r.status === "failed" || r.status === "interrupted"
+    const unfinished = r.status === "pending" || r.status === "processing"
+    const actions = [
+      dead ? actionButton(ctx, `${path}/retry`, "Retry") : "",
+      unfinished
+        ? actionButton(ctx, `${path}/cancel`, "Cancel", {
+          confirm: `Cancel the ${r.status} job ${r.name} ${r.id}?` +
+            (r.status === "processing" ? " Its running attempt stops at its next heartbeat." : "")
+        })
+        : "",
+      dead
+        ? actionButton(ctx, `${path}/discard`, "Discard", {
+          confirm: `Delete the dead job ${r.name} ${r.id}? This cannot be undone.`,
+          after: "/jobs?status=" + r.status
+        })
+        : ""
+    ]
     return {
       title: `Job ${r.id}`,
       body: html`<h1>Job <span class="mono">${r.id}</span></h1>

@@ -101,7 +101,7 @@ const counter = () => {
 }
 
 /** Drops every table that starts with `prefix`, through the catalog. */
-const dropPrefixed = (prefix: string) =>
+export const dropPrefixed = (prefix: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const like = `${prefix}%`

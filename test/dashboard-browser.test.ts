@@ -155,6 +155,7 @@ describe.each(DATABASES)("the dashboard on $name", { timeout: 90_000 }, (databas
     expect(await page.locator("pre.payload").textContent()).toContain(JSON.stringify(XSS.key).slice(1, -1))
     expect(await page.locator("pre.error").textContent()).toBe(XSS.error)
     expect(await page.locator("dl.fields").textContent()).toContain(XSS.type)
+    expect(await page.locator("#attempts tbody tr td:last-child").allTextContents()).toEqual([XSS.error])
     await onlyOurMarkup(page)
     expect(problems).toEqual([])
     await page.close()
@@ -182,9 +183,14 @@ describe.each(DATABASES)("the dashboard on $name", { timeout: 90_000 }, (databas
     await hosts.page.close()
   })
 
-  it("retrying a dead job by clicking puts it back to pending", async () => {
+  it("a dead job's attempts; retrying it by clicking puts it back to pending", async () => {
     const { page, problems } = await open(`${dash.url}/jobs/${DEAD_ID}`)
     expect(await page.locator("dl.fields .status").textContent()).toBe("failed")
+    // Its attempts, newest first: two retried failures on two hosts, then the fatal one.
+    const attempts = page.locator("#attempts tbody tr")
+    expect(await attempts.locator("td:nth-child(5)").allTextContents()).toEqual(["dead", "failed", "failed"])
+    expect(await attempts.locator("td:nth-child(6)").allTextContents()).toEqual(["worker-b", "worker-b", "worker-a"])
+    expect(await attempts.first().locator("td:last-child").textContent()).toContain("at sync (jobs/sync.ts:42:11)")
     await shot(page, "job")
     // Without the token the server refuses, and nothing changes.
     await page.getByRole("button", { name: "Retry" }).click()

@@ -69,6 +69,27 @@ describe("the handler", () => {
     expect(jobs.body).toContain(escapeHtml(XSS.queue))
   })
 
+  it("shows a job's attempt history, newest first, with hostile errors as text", async () => {
+    const rows = (body: string) =>
+      [...body.split("<h2>Attempts</h2>")[1]!.split("<h2>")[0]!.matchAll(/<tr><td>(.*?)<\/td><\/tr>/gs)].map((m) =>
+        m[1]!.split("</td><td>").map((cell) => cell.replace(/<[^>]+>/g, ""))
+      )
+    const dead = rows((await serve(request("GET", `/jobs/${DEAD_ID}`))).body)
+    expect(dead.map(([attempt, started, ended, took, outcome, host]) => [attempt, started, ended, took, outcome, host]))
+      .toEqual([
+        ["3", "90s ago", "85s ago", "5s", "dead", "worker-b"],
+        ["2", "4m ago", "4m ago", "3s", "failed", "worker-b"],
+        ["1", "5m ago", "5m ago", "2s", "failed", "worker-a"]
+      ])
+    expect(dead[0]![6]).toContain("HttpError: 503 Service Unavailable")
+    expect(dead[2]![6]).toBe("HttpError: 502 Bad Gateway from https://api.example.com/accounts/1061")
+    const hostile = rows((await serve(request("GET", `/jobs/${XSS_ID}`))).body)
+    expect(hostile).toHaveLength(1)
+    expect(hostile[0]![6]).toBe(escapeHtml(XSS.error))
+    const pending = (await serve(request("GET", "/jobs/00000000-0000-4000-8000-000000000071"))).body
+    expect(pending).toContain("No attempt has ended yet.")
+  })
+
   it("serves the Prometheus scrape at /metrics, with the store's gauges", async () => {
     const res = await serve(request("GET", "/metrics"))
     expect(res.status).toBe(200)

@@ -33,6 +33,7 @@ th { background: #eef1f5; font-weight: 600; font-size: .9em; }
 .mono, pre { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .92em; }
 pre { background: #fff; border: 1px solid var(--line); padding: .8rem; overflow: auto; white-space: pre-wrap; word-break: break-word; }
 pre.error, .error, .expired, .gone { color: var(--bad); }
+.lines { white-space: pre-wrap; word-break: break-word; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .9em; }
 .none, .zero, .empty, .note, .updated { color: var(--muted); }
 .status { padding: .05rem .45rem; border-radius: .6rem; font-size: .85em; background: #e7ebf1; }
 .status-completed { background: #dff3e7; color: var(--ok); }

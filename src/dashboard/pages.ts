@@ -5,6 +5,7 @@
  */
 import { Clock, Effect, Option } from "effect"
 import { MINUTE_MS, minuteOf } from "../core/browse.ts"
+import { type AttemptOutcome, MAX_HISTORY } from "../core/history.ts"
 import { isDraining, isGone } from "../core/hosts.ts"
 import { JOB_STATUSES, type JobStatus } from "../core/jobs.ts"
 import { isExpired, type LeaseRow } from "../core/lease.ts"
@@ -306,13 +307,45 @@ const leaseTable = (ctx: PageContext, rows: ReadonlyArray<LeaseRow>, now: number
     empty
   )
 
+const outcomeBadge: Record<AttemptOutcome, string> = {
+  completed: "completed",
+  failed: "failed",
+  dead: "failed",
+  interrupted: "interrupted"
+}
+
+/** The job's last attempts (its history column, src/core/history.ts), newest first. */
+const history = (r: JobRow, now: number): Html =>
+  html`${
+    r.history.length < MAX_HISTORY || r.history[0]?.attempt === 1 ?
+      "" :
+      html`<p class="note">The last ${MAX_HISTORY} attempts; older ones are not kept.</p>`
+  }${
+    table(
+      ["attempt", "started", "ended", "took", "outcome", "host", "error"],
+      [...r.history].reverse().map((a) => [
+        a.attempt,
+        when(a.startedAt, now),
+        when(a.endedAt, now),
+        duration(a.endedAt - a.startedAt),
+        html`<span class="status status-${outcomeBadge[a.outcome]}">${a.outcome}</span>`,
+        a.host,
+        a.error === null ? html`<span class="none">–</span>` : html`<span class="error lines">${a.error}</span>`
+      ]),
+      r.status === "processing" ? "Its first attempt is running." : "No attempt has ended yet."
+    )
+  }`
+
 const readLeases = Effect.flatMap(
   JobLeases,
   (leases) =>
     Effect.flatMap(leases.tableExists, (exists) => (exists ? leases.list : Effect.succeed<ReadonlyArray<LeaseRow>>([])))
 )
 
-/** `/jobs/:id`: every column, the payload pretty-printed, the last error, and the lease its attempt holds. */
+/**
+ * `/jobs/:id`: every column, the payload pretty-printed, its attempt history, the last error,
+ * and the lease its attempt holds.
+ */
 export const job = (ctx: PageContext, id: string) =>
   Effect.gen(function*() {
     const store = yield* JobStore
@@ -369,6 +402,7 @@ export const job = (ctx: PageContext, id: string) =>
         fields.map(([k, v]) => html`<div><dt>${k}</dt><dd>${v ?? html`<span class="none">–</span>`}</dd></div>`)
       }</dl>
 <h2>Payload</h2><pre class="payload">${pretty(r.payload)}</pre>
+<h2>Attempts</h2><section id="attempts">${history(r, now)}</section>
 <h2>Last error</h2>${
         r.lastError === null ? html`<p class="empty">None.</p>` : html`<pre class="error">${r.lastError}</pre>`
       }

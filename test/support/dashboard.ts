@@ -79,7 +79,13 @@ export const seed = Effect.gen(function*() {
         now: at
       })
       const token = `token-${jobId.slice(-12)}`
-      const host = n % 2 === 0 ? "worker-a" : "worker-b"
+      yield* attempt(jobId, at, n % 2 === 0 ? "worker-a" : "worker-b", token)
+      if (outcome !== undefined) yield* store.finish({ id: jobId, token, now: at + 1500 + (n % 7) * 400, outcome })
+      return token
+    })
+  // Claims the one due job, `jobId`, at `at`.
+  const attempt = (jobId: string, at: number, host: string, token: string) =>
+    Effect.gen(function*() {
       const claimed = yield* store.claim({
         queues: undefined,
         host,
@@ -91,8 +97,6 @@ export const seed = Effect.gen(function*() {
       if (claimed._tag !== "Claimed" || claimed.job.id !== jobId) {
         return yield* Effect.die(`seed: claimed ${JSON.stringify(claimed)}`)
       }
-      if (outcome !== undefined) yield* store.finish({ id: jobId, token, now: at + 1500 + (n % 7) * 400, outcome })
-      return token
     })
   // The last hour: completions every minute, a death now and then.
   for (let n = 1; n <= 60; n++) {
@@ -102,11 +106,41 @@ export const seed = Effect.gen(function*() {
       : { _tag: "Complete" }
     yield* run(n, at, outcome)
   }
-  yield* run(61, NOW - 90_000, {
-    _tag: "Kill",
-    error:
-      "HttpError: 503 Service Unavailable from https://api.example.com/accounts/1061\n    at sync (jobs/sync.ts:42:11)"
-  }, { jobId: DEAD_ID, name: "SyncAccount", queue: "default" })
+  // The dead job: three attempts on two hosts, the last one fatal.
+  yield* store.insert({
+    id: DEAD_ID,
+    name: "SyncAccount",
+    queue: "default",
+    payload: JSON.stringify({ accountId: 1061, email: "user61@example.com", items: [61, 122] }),
+    priority: 0,
+    maxRetries: 2,
+    claimTimeout: 60,
+    uniqueKey: DEAD_ID,
+    runAt: NOW - 300_000,
+    now: NOW - 300_000
+  })
+  const tries: ReadonlyArray<readonly [number, string, Outcome]> = [
+    [NOW - 300_000, "worker-a", {
+      _tag: "Retry",
+      runAt: NOW - 240_000,
+      error: "HttpError: 502 Bad Gateway from https://api.example.com/accounts/1061"
+    }],
+    [NOW - 240_000, "worker-b", {
+      _tag: "Retry",
+      runAt: NOW - 90_000,
+      error: "TimeoutException: perform took longer than 60 seconds"
+    }],
+    [NOW - 90_000, "worker-b", {
+      _tag: "Kill",
+      error:
+        "HttpError: 503 Service Unavailable from https://api.example.com/accounts/1061\n    at sync (jobs/sync.ts:42:11)"
+    }]
+  ]
+  for (const [i, [at, host, outcome]] of tries.entries()) {
+    const token = `token-00000000d0d${i}`
+    yield* attempt(DEAD_ID, at, host, token)
+    yield* store.finish({ id: DEAD_ID, token, now: at + 2100 + i * 1300, outcome })
+  }
   // Running now; one holds the nightly report's lease.
   const reportToken = yield* run(62, NOW - 40_000, undefined, { name: "NightlyReport", queue: "reports" })
   yield* run(63, NOW - 12_000, undefined)

@@ -1,6 +1,6 @@
 /**
  * A job's attempt history (docs/behaviour.md §12): one record per attempt that ended (completed,
- * failed, dead, reaped), the last `MAX_HISTORY` kept on the job row. The SQL stores append the
+ * failed, dead, reaped, cancelled), the last `MAX_HISTORY` kept on the job row. The SQL stores append the
  * same record inside the statement that ends the attempt (src/adapters/*\/dialect.ts `history`);
  * the in-memory store appends it with `appendAttempt`.
  */
@@ -8,9 +8,10 @@
 /**
  * How an attempt ended. `failed`: it failed and the job was retried (also when the reaper took
  * it back); `dead`: it failed with its retries used up; `interrupted`: reaped while running and
- * not retried (its type is not idempotent).
+ * not retried (its type is not idempotent); `cancelled`: its job was cancelled while it was
+ * processing (src/runtime/cancel.ts), recorded by the cancel itself.
  */
-export type AttemptOutcome = "completed" | "failed" | "dead" | "interrupted"
+export type AttemptOutcome = "completed" | "failed" | "dead" | "interrupted" | "cancelled"
 
 /** One attempt of a job, as its history keeps it. Times are epoch ms. */
 export interface AttemptRecord {
@@ -18,7 +19,10 @@ export interface AttemptRecord {
   readonly attempt: number
   /** When the attempt was claimed. */
   readonly startedAt: number
-  /** When its outcome was written (for a reaped attempt: when the reaper found it). */
+  /**
+   * When its outcome was written (for a reaped attempt: when the reaper found it; for a cancelled
+   * one: when it was cancelled, though its perform may run on until its next heartbeat).
+   */
   readonly endedAt: number
   readonly outcome: AttemptOutcome
   /** The error it ended with (as `last_error` holds it), or null. */
@@ -44,7 +48,7 @@ export const appendAttempt = (
   record: AttemptRecord
 ): ReadonlyArray<AttemptRecord> => [...history, record].slice(-MAX_HISTORY)
 
-const OUTCOMES: ReadonlyArray<AttemptOutcome> = ["completed", "failed", "dead", "interrupted"]
+const OUTCOMES: ReadonlyArray<AttemptOutcome> = ["completed", "failed", "dead", "interrupted", "cancelled"]
 
 /**
  * A stored history (JSON text, or the array a driver already parsed) as records. A missing

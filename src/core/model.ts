@@ -183,14 +183,20 @@ export interface QueueDepth {
 export type DeadStatus = "failed" | "interrupted"
 
 /**
- * Which dead jobs a retry or discard by filter takes: every one that matches all the fields
- * given, died at or before `diedBefore` (its `failed_at`).
+ * The statuses a retry or discard by filter can take: dead, or cancelled (a job cancelled by
+ * mistake can be run again). All three keep their end time in `failed_at`.
+ */
+export type EndedStatus = DeadStatus | "cancelled"
+
+/**
+ * Which dead (or cancelled) jobs a retry or discard by filter takes: every one that matches all
+ * the fields given, ended at or before `diedBefore` (its `failed_at`).
  */
 export interface DeadJobFilter {
   readonly ids?: ReadonlyArray<string> | undefined
   readonly name?: string | undefined
   readonly queue?: string | undefined
-  readonly statuses: ReadonlyArray<DeadStatus>
+  readonly statuses: ReadonlyArray<EndedStatus>
   readonly diedBefore: number
 }
 

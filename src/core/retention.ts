@@ -7,7 +7,7 @@
 export interface RetentionPolicy {
   /** Completed jobs, from `completed_at`. */
   readonly completedMs: number | null
-  /** Dead jobs (failed, interrupted), from `failed_at`. */
+  /** Dead jobs (failed, interrupted) and cancelled ones, from `failed_at`. */
   readonly deadMs: number | null
   /** Host rows, from `last_seen_at` (draining hosts are kept). */
   readonly hostsMs: number | null

@@ -255,7 +255,7 @@ export const applyHandOff = (row: JobRow, now: number): JobRow => ({ ...row, run
 /** Whether a job may be retried by hand: only a dead or interrupted one. */
 export const isRetryable = (row: JobRow): boolean => row.status === "failed" || row.status === "interrupted"
 
-/** A dead or interrupted job put back: pending, due now, with fresh attempts. */
+/** A dead, interrupted or cancelled job put back: pending, due now, with fresh attempts. */
 export const applyRetryDead = (row: JobRow, now: number): JobRow => ({
   ...row,
   status: "pending",
@@ -266,9 +266,13 @@ export const applyRetryDead = (row: JobRow, now: number): JobRow => ({
   updatedAt: now
 })
 
-/** Whether `row` is dead and matches `filter` (a retry or discard by filter takes it). */
+/**
+ * Whether `row` is dead (or cancelled) in one of the filter's statuses and matches the rest of
+ * `filter` (a retry or discard by filter takes it).
+ */
 export const matchesDead = (row: JobRow, filter: DeadJobFilter): boolean =>
-  (row.status === "failed" || row.status === "interrupted") && filter.statuses.includes(row.status) &&
+  (row.status === "failed" || row.status === "interrupted" || row.status === "cancelled") &&
+  filter.statuses.includes(row.status) &&
   row.failedAt !== null && row.failedAt <= filter.diedBefore &&
   (filter.ids === undefined || filter.ids.includes(row.id)) &&
   (filter.name === undefined || row.name === filter.name) &&
@@ -302,11 +306,14 @@ export const matchesCancel = (row: JobRow, filter: CancelFilter): boolean =>
 
 /**
  * The row as a cancel leaves it: cancelled (final), ended at `now` (`failed_at`, which purge
- * reads). The claim token stays, so a running attempt can tell its own cancellation from a
+ * reads); a processing row's attempt is recorded in its history as `cancelled`. The claim token stays, so a running attempt can tell its own cancellation from a
  * fence; its lease stays with it until the attempt ends (at its next heartbeat at the latest).
  */
 export const applyCancel = (row: JobRow, now: number): JobRow => ({
   ...row,
+  history: row.status === "processing"
+    ? appendAttempt(row.history, attemptRecord(row, now, "cancelled", null))
+    : row.history,
   status: "cancelled",
   failedAt: now,
   updatedAt: now,

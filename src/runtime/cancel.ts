@@ -6,8 +6,10 @@
  * A pending job is cancelled at once and never runs. A processing one is cancelled in the
  * database at once too, and its attempt stops cooperatively: a claimed job a worker has not
  * started is checked before it starts and never runs, and a running perform learns of it at its
- * next heartbeat, which fails with `JobCancelled`. The attempt then ends `cancelled`, recording
- * nothing else, and its lease is released and handed off.
+ * next heartbeat, which fails with `JobCancelled`. The cancel itself records the attempt in the
+ * job's history (outcome `cancelled`); the attempt then ends `cancelled`, recording nothing else,
+ * and its lease is released and handed off. `Job.retryDead` puts a cancelled job back when its
+ * filter names it (./deadJobs.ts).
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Effect, Option } from "effect"

@@ -1,18 +1,22 @@
 /**
  * Dead jobs by filter (docs/behaviour.md §12): put back to pending or discard every dead job
  * (failed, or interrupted) that matches a filter, in bounded batches, rather than one id at a
- * time. Re-exported by ./Job.ts as `Job.retryDead` and `Job.discardDead`.
+ * time; cancelled jobs too when the filter asks for them (by status, or by id). Re-exported by
+ * ./Job.ts as `Job.retryDead` and `Job.discardDead`.
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, type Duration, Effect, Either } from "effect"
 import { parseDurationMillis } from "../core/duration.ts"
 import { JobFilterError } from "../core/errors.ts"
 import { MAX_NAME_LENGTH } from "../core/jobs.ts"
-import type { DeadJobFilter, DeadStatus } from "../core/model.ts"
+import type { DeadJobFilter, DeadStatus, EndedStatus } from "../core/model.ts"
 import { JobStore, type JobStoreApi } from "../ports/JobStore.ts"
 
-/** The dead statuses, in the order they are listed. */
+/** The dead statuses, in the order they are listed: what a filter takes when it names no status and no ids. */
 export const DEAD_STATUSES: ReadonlyArray<DeadStatus> = ["failed", "interrupted"]
+
+/** Every status a filter may name: the dead ones, and cancelled. A filter by ids takes all three. */
+export const ENDED_STATUSES: ReadonlyArray<EndedStatus> = [...DEAD_STATUSES, "cancelled"]
 
 /** Rows one statement retries or discards: a batch holds its row locks only this long. */
 export const DEAD_BATCH = 500
@@ -22,14 +26,17 @@ export const MAX_FILTER_IDS = 1000
 
 /** Which dead jobs to retry or discard: those matching every field given (none given: all). */
 export interface DeadJobsFilter {
-  /** Only these jobs (at most 1,000 ids). */
+  /** Only these jobs (at most 1,000 ids); without a `status`, cancelled ones among them too. */
   readonly ids?: ReadonlyArray<string> | undefined
   /** Only jobs of this type. */
   readonly name?: string | undefined
   readonly queue?: string | undefined
-  /** `failed` (retries used up) or `interrupted` (reaped, not idempotent); default both. */
-  readonly status?: DeadStatus | undefined
-  /** Only jobs that died at least this long ago (default 0: every dead job). */
+  /**
+   * `failed` (retries used up), `interrupted` (reaped, not idempotent) or `cancelled`; default
+   * failed and interrupted, and cancelled too when `ids` are given (naming a job is deliberate).
+   */
+  readonly status?: EndedStatus | undefined
+  /** Only jobs that died (or were cancelled) at least this long ago (default 0: every one). */
   readonly olderThan?: Duration.DurationInput | undefined
 }
 
@@ -47,8 +54,8 @@ export const resolveDeadFilter = (f: DeadJobsFilter, now: number): Effect.Effect
   Effect.gen(function*() {
     const name = yield* text("name", f.name)
     const queue = yield* text("queue", f.queue)
-    if (f.status !== undefined && !DEAD_STATUSES.includes(f.status)) {
-      return yield* refuse("status", `must be one of ${DEAD_STATUSES.join(", ")}, got ${String(f.status)}`)
+    if (f.status !== undefined && !ENDED_STATUSES.includes(f.status)) {
+      return yield* refuse("status", `must be one of ${ENDED_STATUSES.join(", ")}, got ${String(f.status)}`)
     }
     if (f.ids !== undefined) {
       if (!Array.isArray(f.ids) || f.ids.length > MAX_FILTER_IDS) {
@@ -64,7 +71,7 @@ export const resolveDeadFilter = (f: DeadJobsFilter, now: number): Effect.Effect
       ids: f.ids,
       name,
       queue,
-      statuses: f.status === undefined ? DEAD_STATUSES : [f.status],
+      statuses: f.status !== undefined ? [f.status] : f.ids === undefined ? DEAD_STATUSES : ENDED_STATUSES,
       diedBefore: now - Math.ceil(age.right)
     }
   })
@@ -91,11 +98,15 @@ const batches = (
 
 /**
  * Puts every dead job matching `filter` back to pending, due now, with fresh attempts (its
- * history is kept); how many. In batches of `DEAD_BATCH` rows, longest dead first.
+ * history is kept); how many. In batches of `DEAD_BATCH` rows, longest dead first. A cancelled
+ * job is taken only when the filter names it (`status: "cancelled"`, or its id).
  */
 export const retryDead = (filter: DeadJobsFilter = {}): Effect.Effect<number, SqlError | JobFilterError, JobStore> =>
   batches(filter, (store, f, now) => store.retryDeadWhere(f, now, DEAD_BATCH))
 
-/** Deletes every dead job matching `filter`; how many. In batches of `DEAD_BATCH` rows, longest dead first. */
+/**
+ * Deletes every dead job matching `filter`; how many. In batches of `DEAD_BATCH` rows, longest
+ * dead first; cancelled ones as `retryDead` takes them.
+ */
 export const discardDead = (filter: DeadJobsFilter = {}): Effect.Effect<number, SqlError | JobFilterError, JobStore> =>
   batches(filter, (store, f) => store.discardDeadWhere(f, DEAD_BATCH))

@@ -8,7 +8,16 @@ import { expect, layer } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Logger, Option, Ref, Scope, TestClock } from "effect"
 import { CancelFilterError, JobNotCancellableError, JobNotFoundError } from "../../src/core/errors.ts"
 import { JobLeases, JobStore } from "../../src/JobStore.ts"
-import { cancel, type CancelWhere, cancelWhere, define, enqueue, heartbeat } from "../../src/runtime/Job.ts"
+import {
+  cancel,
+  type CancelWhere,
+  cancelWhere,
+  define,
+  discardDead,
+  enqueue,
+  heartbeat,
+  retryDead
+} from "../../src/runtime/Job.ts"
 import * as Metrics from "../../src/runtime/metrics.ts"
 import * as Worker from "../../src/runtime/Worker.ts"
 import { type AdapterName, layerFor } from "../support/databases.ts"
@@ -73,7 +82,7 @@ export const cancelConformance = (adapter: AdapterName) =>
           const a = yield* enqueue(Ok, { n: 1 }, { priority: 5 })
           const b = yield* enqueue(Ok, { n: 2 })
           expect(yield* cancel(a.id)).toEqual({ id: a.id, status: "cancelled", wasRunning: false })
-          expect(yield* row(a.id)).toMatchObject({ status: "cancelled", failedAt: T0, attempts: 0 })
+          expect(yield* row(a.id)).toMatchObject({ status: "cancelled", failedAt: T0, attempts: 0, history: [] })
           // the higher-priority job was cancelled: only the other one runs
           expect(yield* Worker.processNext({ host: "h" })).toMatchObject({ _tag: "Completed", job: { id: b.id } })
           expect(yield* Worker.processNext({ host: "h" })).toMatchObject({ _tag: "Idle" })
@@ -178,6 +187,16 @@ export const cancelConformance = (adapter: AdapterName) =>
               expect(yield* cancel(running.id)).toEqual({ id: running.id, status: "cancelled", wasRunning: true })
               // cancelled at once; the lease stays with the running attempt until it stops
               expect(yield* row(running.id)).toMatchObject({ status: "cancelled", failedAt: T0 + 5000 })
+              // the cancel ends the attempt in its history
+              const ended = [{
+                attempt: 1,
+                startedAt: T0,
+                endedAt: T0 + 5000,
+                outcome: "cancelled",
+                error: null,
+                host: "h"
+              }]
+              expect((yield* row(running.id)).history).toEqual(ended)
               expect(Option.isSome(yield* (yield* JobLeases).ownerOf("key:cancel-key"))).toBe(true)
 
               yield* Deferred.succeed(gate, undefined)
@@ -190,7 +209,7 @@ export const cancelConformance = (adapter: AdapterName) =>
               )
               expect(yield* Ref.get(seen)).toEqual(["JobCancelled"])
               expect((yield* cancelledMetric) - before).toBe(1)
-              expect(yield* row(running.id)).toMatchObject({ status: "cancelled", attempts: 1 })
+              expect(yield* row(running.id)).toMatchObject({ status: "cancelled", attempts: 1, history: ended })
               expect(yield* (yield* JobLeases).ownerOf("key:cancel-key")).toEqual(Option.none())
               expect((yield* row(waiting.id)).runAt).toBe(T0 + 5000)
             })
@@ -223,7 +242,13 @@ export const cancelConformance = (adapter: AdapterName) =>
                 yield* Deferred.succeed(gate, undefined)
                 expect(yield* Fiber.join(attempt)).toMatchObject({ processed: 0, failed: 0, fenced: 0, cancelled: 1 })
                 expect(yield* Ref.get(seen)).toEqual(["JobCancelled"])
+                // one record, the cancel's: the outcome written after it changed nothing
+                expect((yield* row(id)).history.map((h) => h.outcome)).toEqual(["cancelled"])
                 expect(yield* row(id)).toMatchObject({ status: "cancelled", lastError: null })
+                // cancelled by mistake: retried by id, it is pending again with fresh attempts
+                expect(yield* retryDead({ ids: [id] })).toBe(1)
+                expect(yield* row(id)).toMatchObject({ status: "pending", attempts: 0, claimToken: null })
+                expect(yield* discardDead({ ids: [id] })).toBe(0)
                 expect(yield* (yield* JobLeases).ownerOf("key:cancel-key")).toEqual(Option.none())
               })
             )

@@ -3,14 +3,15 @@
  * recorded on its job (start, end, outcome, error, host), the last 25 kept, by every path that
  * ends one (an outcome, a batch of completions, a finish that releases a lease; a reap in
  * ./jobs.ts); dead
- * jobs are retried or discarded by name, queue, status, age or ids. Every adapter must pass it.
+ * jobs are retried or discarded by name, queue, status, age or ids, cancelled ones only when a
+ * filter names them. Every adapter must pass it.
  * Timing runs under TestClock.
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect, Either, Option, TestClock } from "effect"
 import { JobFilterError } from "../../src/core/errors.ts"
 import { JobStore } from "../../src/JobStore.ts"
-import { define, discardDead, enqueue, retryDead } from "../../src/runtime/Job.ts"
+import { cancel, define, discardDead, enqueue, retryDead } from "../../src/runtime/Job.ts"
 import { processNext } from "../../src/runtime/Worker.ts"
 import { type AdapterName, layerFor } from "../support/databases.ts"
 import { Payload, withJobs } from "../support/jobs.ts"
@@ -174,6 +175,43 @@ export const historyConformance = (adapter: AdapterName) =>
           expect((yield* row(done.id)).status).toBe("completed")
           expect((yield* row(waiting.id)).status).toBe("pending")
           expect((yield* row(oldA[0]!.id)).status).toBe("pending")
+        })
+      ))
+
+    it.effect("cancelled jobs are retried or discarded only when a filter names them: status cancelled, or their ids", () =>
+      withJobs(
+        [Fine, DeadA],
+        Effect.gen(function*() {
+          yield* TestClock.setTime(T0)
+          const [a, b, c] = yield* Effect.forEach([1, 2, 3], (n) => enqueue(Fine, { n }))
+          for (const { id } of [a!, b!, c!]) yield* cancel(id)
+          const dead = yield* enqueue(DeadA, { n: 4 })
+          yield* processNext({ host: "h" })
+          yield* TestClock.adjust(MINUTE)
+
+          // Without a status or ids, only dead jobs: a cancelled job stays cancelled.
+          expect(yield* retryDead()).toBe(1)
+          expect((yield* row(dead.id)).status).toBe("pending")
+          expect(yield* discardDead({ name: "fine" })).toBe(0)
+          // By id: a job cancelled by mistake runs again.
+          expect(yield* retryDead({ ids: [a!.id] })).toBe(1)
+          expect(yield* row(a!.id)).toMatchObject({
+            status: "pending",
+            attempts: 0,
+            failedAt: null,
+            runAt: T0 + MINUTE
+          })
+          yield* processNext({ host: "h" })
+          yield* processNext({ host: "h" })
+          expect((yield* row(a!.id)).status).toBe("completed")
+          expect((yield* row(dead.id)).status).toBe("failed")
+          expect(yield* discardDead({ ids: [c!.id], status: "failed" })).toBe(0)
+          expect(yield* discardDead({ ids: [c!.id] })).toBe(1)
+          expect(yield* exists(c!.id)).toBe(false)
+          // By status.
+          expect(yield* retryDead({ status: "cancelled", olderThan: "2 minutes" })).toBe(0)
+          expect(yield* retryDead({ status: "cancelled", olderThan: "1 minute" })).toBe(1)
+          expect((yield* row(b!.id)).status).toBe("pending")
         })
       ))
 

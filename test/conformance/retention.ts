@@ -1,13 +1,13 @@
 /**
  * Retention (docs/behaviour.md §13) on every adapter: completed jobs are purged after 7 days and
- * dead ones after 30 by default, host rows not seen for an hour pruned (draining ones kept), by
+ * dead and cancelled ones after 30 by default, host rows not seen for an hour pruned (draining ones kept), by
  * the long-running worker in bounded batches, configurable or off. Timing runs under TestClock.
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect, Either, Exit, Option, Scope, TestClock } from "effect"
 import { WorkerConfigError } from "../../src/core/errors.ts"
 import { JobStore } from "../../src/JobStore.ts"
-import { define, enqueue } from "../../src/runtime/Job.ts"
+import { cancel, define, enqueue } from "../../src/runtime/Job.ts"
 import * as Worker from "../../src/runtime/Worker.ts"
 import { type AdapterName, layerFor } from "../support/databases.ts"
 import { eventually, Payload, settle, withJobs } from "../support/jobs.ts"
@@ -71,6 +71,8 @@ export const retentionConformance = (adapter: AdapterName) =>
           yield* TestClock.setTime(T0)
           yield* finished(Fine, 3)
           yield* finished(Doomed, 2)
+          // A cancelled job is kept as long as a dead one.
+          yield* cancel((yield* enqueue(Fine, { n: 9 })).id)
           yield* store.touchHost("ghost", T0, { maxConcurrent: 0, codeVersion: null })
           // 30 s before the 7 days are up: the pass at start deletes the silent host only.
           yield* TestClock.setTime(T0 + 7 * DAY - 30 * SECOND)
@@ -82,12 +84,12 @@ export const retentionConformance = (adapter: AdapterName) =>
             retention: { batchSize: 2, interval: every }
           })
           yield* eventually(Effect.map(hostNames, (h) => h.join() === "w"))
-          expect((yield* statuses).length).toBe(5)
+          expect((yield* statuses).length).toBe(6)
           // The next pass, a minute later: the completed jobs go, in batches of 2; the dead stay.
           yield* settle
           yield* TestClock.adjust(every)
-          yield* eventually(Effect.map(statuses, (s) => s.length === 2))
-          expect(yield* statuses).toEqual(["doomed:failed", "doomed:failed"])
+          yield* eventually(Effect.map(statuses, (s) => s.length === 3))
+          expect(yield* statuses).toEqual(["doomed:failed", "doomed:failed", "fine:cancelled"])
           yield* Scope.close(a.scope, Exit.void)
           // 30 days and a second after they died, a worker with the defaults deletes them at start.
           yield* TestClock.setTime(T0 + 30 * DAY + SECOND)

@@ -326,7 +326,10 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
       )
       failsCleanly(await cli("jobs", "purge", "--older-than", "soon"), /not a duration/)
       failsCleanly(await cli("leases", "clear", "no-such-lease"), /no lease named/)
-      failsCleanly(await cli("jobs", "retry", "00000000-0000-0000-0000-000000000000"), /no failed or interrupted job/)
+      failsCleanly(
+        await cli("jobs", "retry", "00000000-0000-0000-0000-000000000000"),
+        /no failed, interrupted or cancelled job/
+      )
       expect((await cli("frobnicate")).code).not.toBe(0)
       failsCleanly(
         await run(["jobs", "stats", "--database-url", "postgres://postgres@127.0.0.1:1/none"]),
@@ -508,7 +511,7 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
       expect(await json("jobs", "retry", "--status", "interrupted")).toEqual({ retried: 0 })
       oneLine(await cli("jobs", "discard"), 1, /give a job id, a filter .* or --all/)
       expect(await json("jobs", "retry", "--name", "Broken", "--older-than", "0")).toEqual({ retried: 1 })
-      failsCleanly(await cli("jobs", "discard", dead.id), /no failed or interrupted job/)
+      failsCleanly(await cli("jobs", "discard", dead.id), /no failed, interrupted or cancelled job/)
       expect(await json("jobs", "discard", "--all")).toEqual({ discarded: 0 })
       expect(await json("jobs", "purge", "--older-than", "0")).toEqual({ purged: expect.any(Number) })
     }, 180_000)
@@ -518,6 +521,9 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
       expect(await json("jobs", "cancel", one.id)).toEqual({ id: one.id, status: "cancelled", wasRunning: false })
       expect(await statusOf(one.id)).toBe("cancelled")
       oneLine(await cli("jobs", "cancel", one.id), 1, /is cancelled: only a pending or processing job can be cancelled/)
+      // cancelled by mistake: retried by id
+      expect(await json("jobs", "retry", one.id)).toEqual({ id: one.id, status: "pending" })
+      expect(await json("jobs", "cancel", one.id)).toEqual({ id: one.id, status: "cancelled", wasRunning: false })
       oneLine(await cli("jobs", "cancel", "no-such-job"), 1, /no job with id no-such-job/)
       oneLine(await cli("jobs", "cancel"), 1, /invalid cancel filter filter: give at least one of name, queue, status/)
       oneLine(await cli("jobs", "cancel", one.id, "--queue", "q"), 1, /a job id or --name\/--queue\/--status, not both/)
@@ -527,6 +533,11 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
       expect((await cli("jobs", "cancel", "--queue", "cancel-q", "--name", "Greet", "--status", "pending")).stdout)
         .toBe("cancelled 2 job(s)\n")
       expect([await statusOf(a.id), await statusOf(b.id)]).toEqual(["cancelled", "cancelled"])
+      expect((await cli("jobs", "retry", "--status", "cancelled", "--queue", "cancel-q")).stdout)
+        .toBe("2 job(s) pending again\n")
+      expect(await json("jobs", "cancel", "--queue", "cancel-q")).toEqual({ cancelled: 2 })
+      expect(await json("jobs", "discard", "--status", "cancelled", "--queue", "cancel-q")).toEqual({ discarded: 2 })
+      expect(await statusOf(a.id)).toBeUndefined()
       expect(await json("jobs", "cancel", "--queue", "cancel-q")).toEqual({ cancelled: 0 })
       expect(await json("jobs", "purge", "--status", "cancelled", "--older-than", "0")).toEqual({
         purged: expect.any(Number)
@@ -717,7 +728,7 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
         ],
         [
           ["jobs", "discard", "--status", "completed"],
-          "--status: expected one of failed, interrupted, got 'completed'"
+          "--status: expected one of failed, interrupted, cancelled, got 'completed'"
         ],
         [
           ["jobs", "purge", "--older-than", "soon"],

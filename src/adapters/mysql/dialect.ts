@@ -110,8 +110,8 @@ export const mysql: Dialect = {
       sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining) VALUES (${host}, ${now}, ${now}, 0, 0, 0) ON DUPLICATE KEY UPDATE host = host`,
     // JSON_REMOVE drops the oldest record once the history is full; CAST keeps the end time an
     // integer in the JSON whatever type the driver sends it as.
-    appendHistory: ({ sql }, e) =>
-      sql`history = JSON_ARRAY_APPEND(CASE WHEN JSON_LENGTH(COALESCE(history, '[]')) >= ${
+    historyAppended: ({ sql }, e) =>
+      sql`JSON_ARRAY_APPEND(CASE WHEN JSON_LENGTH(COALESCE(history, '[]')) >= ${
         literalInt(MAX_HISTORY)
       } THEN JSON_REMOVE(history, '$[0]') ELSE COALESCE(history, '[]') END, '$', JSON_OBJECT('attempt', attempts, 'startedAt', updated_at, 'endedAt', CAST(${e.endedAt} AS SIGNED), 'outcome', ${e.outcome}, 'error', ${e.error}, 'host', claimed_by))`
   },

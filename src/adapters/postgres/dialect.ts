@@ -135,8 +135,8 @@ SELECT (SELECT COUNT(*) FROM back) AS handed_back, (SELECT COUNT(*) FROM release
       sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining) VALUES (${host}, ${now}, ${now}, 0, 0, 0) ON CONFLICT (host) DO NOTHING`,
     // jsonb: `- 0` drops the oldest record once the history is full; the casts type the
     // parameters, which jsonb_build_object's variadic "any" cannot infer.
-    appendHistory: ({ sql }, e) =>
-      sql`history = CASE WHEN jsonb_array_length(COALESCE(history, '[]'::jsonb)) >= ${
+    historyAppended: ({ sql }, e) =>
+      sql`CASE WHEN jsonb_array_length(COALESCE(history, '[]'::jsonb)) >= ${
         literalInt(MAX_HISTORY)
       } THEN history - 0 ELSE COALESCE(history, '[]'::jsonb) END || jsonb_build_array(jsonb_build_object('attempt', attempts, 'startedAt', updated_at, 'endedAt', ${e.endedAt}::bigint, 'outcome', ${e.outcome}::text, 'error', ${e.error}::text, 'host', claimed_by))`
   },

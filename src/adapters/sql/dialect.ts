@@ -310,12 +310,12 @@ export interface JobDialect {
   /** Inserts a host row if it is missing. */
   readonly ensureHost: (c: JobSqlContext, host: string, now: number) => Statement
   /**
-   * `history = …`: the row's history (migration 7) with the attempt it holds appended, its
-   * number, claim time and host read from the row as it was (`attempts`, `updated_at`,
-   * `claimed_by`), keeping the last `MAX_HISTORY` (src/core/history.ts). It goes first in a SET
-   * list, since MySQL assigns left to right.
+   * The row's history (migration 7) with the attempt it holds appended, its number, claim time
+   * and host read from the row as it was (`attempts`, `updated_at`, `claimed_by`), keeping the
+   * last `MAX_HISTORY` (src/core/history.ts): an expression, which `history = …` goes first in
+   * a SET list, since MySQL assigns left to right.
    */
-  readonly appendHistory: (c: JobSqlContext, entry: HistoryParts) => Statement
+  readonly historyAppended: (c: JobSqlContext, entry: HistoryParts) => Statement
 }
 
 /** The attempt record an ending attempt appends, beside what the row itself holds. */

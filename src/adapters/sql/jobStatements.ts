@@ -74,7 +74,7 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
   const pastDeadline = (now: number) => sql`status = 'processing' AND stale_at < ${now}`
   // The ending attempt's record appended to the row's history (core's applyOutcome, applyReap).
   const ended = (now: number, o: Outcome | ReapDecision) =>
-    d.appendHistory(c, { endedAt: now, outcome: attemptOutcomeOf(o), error: outcomeError(o) })
+    sql`history = ${d.historyAppended(c, { endedAt: now, outcome: attemptOutcomeOf(o), error: outcomeError(o) })}`
   const outcome = (id: string, token: string, now: number, o: Outcome): Statement => {
     const ours = sql`WHERE id = ${id} AND status = 'processing' AND claim_token = ${token}`
     const h = ended(now, o)
@@ -256,9 +256,14 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
     /** Deletes up to `limit` dead jobs matching `f`, longest dead first. */
     discardDeadWhere: (f: DeadJobFilter, limit: number) =>
       sql`DELETE FROM ${jobs} WHERE ${picked(dead(f), FAILED_AT, limit)}`,
-    /** Cancels the unfinished jobs `f` matches (core's matchesCancel, applyCancel). */
+    /**
+     * Cancels the unfinished jobs `f` matches (core's matchesCancel, applyCancel); a processing
+     * row's attempt goes into its history as cancelled (first: MySQL assigns left to right).
+     */
     cancel: (f: CancelFilter, now: number) =>
-      sql`UPDATE ${jobs} SET status = 'cancelled', failed_at = ${now}, stale_at = NULL, updated_at = ${now} WHERE status IN ('pending', 'processing')${
+      sql`UPDATE ${jobs} SET history = CASE WHEN status = 'processing' THEN ${
+        d.historyAppended(c, { endedAt: now, outcome: "cancelled", error: null })
+      } ELSE history END, status = 'cancelled', failed_at = ${now}, stale_at = NULL, updated_at = ${now} WHERE status IN ('pending', 'processing')${
         f.id === undefined ? empty : sql` AND id = ${f.id}`
       }${f.status === undefined ? empty : sql` AND status = ${f.status}`}${
         f.queue === undefined ? empty : sql` AND queue = ${f.queue}`

@@ -93,8 +93,8 @@ export const sqlite: Dialect = {
       sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining) VALUES (${host}, ${now}, ${now}, 0, 0, 0) ON CONFLICT (host) DO NOTHING`,
     // json_remove drops the oldest record once the history is full; CAST keeps the end time an
     // integer in the JSON whatever type the driver binds it as.
-    appendHistory: ({ sql }, e) =>
-      sql`history = json_insert(CASE WHEN json_array_length(COALESCE(history, '[]')) >= ${
+    historyAppended: ({ sql }, e) =>
+      sql`json_insert(CASE WHEN json_array_length(COALESCE(history, '[]')) >= ${
         literalInt(MAX_HISTORY)
       } THEN json_remove(history, '$[0]') ELSE COALESCE(history, '[]') END, '$[#]', json_object('attempt', attempts, 'startedAt', updated_at, 'endedAt', CAST(${e.endedAt} AS INTEGER), 'outcome', ${e.outcome}, 'error', ${e.error}, 'host', claimed_by))`
   },

@@ -4,7 +4,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { JobStatus } from "../../core/jobs.ts"
-import type { DeadStatus, JobRow } from "../../core/model.ts"
+import type { EndedStatus, JobRow } from "../../core/model.ts"
 import { JobStore } from "../../ports/JobStore.ts"
 import { type DeadJobsFilter, discardDead, retryDead } from "../../runtime/deadJobs.ts"
 import * as Cancel from "../../runtime/cancel.ts"
@@ -99,7 +99,7 @@ export interface DeadConfig extends Common {
   readonly id: Option.Option<string>
   readonly name: Option.Option<string>
   readonly queue: Option.Option<string>
-  readonly status: Option.Option<DeadStatus>
+  readonly status: Option.Option<EndedStatus>
   readonly olderThan: Option.Option<number>
   readonly all: boolean
 }
@@ -121,9 +121,12 @@ const deadFilter = (c: DeadConfig): Effect.Effect<DeadJobsFilter, CliError> => {
     : Effect.succeed(filter)
 }
 
+// What `jobs retry ID` and `jobs discard ID` say when the job is not one they take.
+const NOT_ENDED = "no failed, interrupted or cancelled job with id"
+
 /**
- * `jobs retry`: dead jobs (failed or interrupted) back to pending. With an id, a job that is not
- * dead (or does not match) is an error line.
+ * `jobs retry`: dead jobs (failed or interrupted) back to pending, and cancelled ones given by id
+ * or `--status cancelled`. With an id, a job that is neither (or does not match) is an error line.
  */
 export const retry = (c: DeadConfig) =>
   withStore(
@@ -133,14 +136,17 @@ export const retry = (c: DeadConfig) =>
       const n = yield* retryDead(yield* deadFilter(c))
       if (Option.isSome(c.id)) {
         const id = c.id.value
-        if (n === 0) return yield* new CliError({ message: `no failed or interrupted job with id ${id}` })
+        if (n === 0) return yield* new CliError({ message: `${NOT_ENDED} ${id}` })
         return yield* print(c, { id, status: "pending" }, () => `job ${id} is pending again`)
       }
-      yield* print(c, { retried: n }, () => `${n} dead job(s) pending again`)
+      yield* print(c, { retried: n }, () => `${n} job(s) pending again`)
     })
   )
 
-/** `jobs discard`: deletes dead jobs. With an id, a job that is not dead (or does not match) is an error line. */
+/**
+ * `jobs discard`: deletes dead jobs, and cancelled ones as `jobs retry` takes them. With an id, a
+ * job that is neither (or does not match) is an error line.
+ */
 export const discard = (c: DeadConfig) =>
   withStore(
     c,
@@ -148,9 +154,9 @@ export const discard = (c: DeadConfig) =>
     Effect.gen(function*() {
       const n = yield* discardDead(yield* deadFilter(c))
       if (Option.isSome(c.id) && n === 0) {
-        return yield* new CliError({ message: `no failed or interrupted job with id ${c.id.value}` })
+        return yield* new CliError({ message: `${NOT_ENDED} ${c.id.value}` })
       }
-      yield* print(c, { discarded: n }, () => `discarded ${n} dead job(s)`)
+      yield* print(c, { discarded: n }, () => `discarded ${n} job(s)`)
     })
   )
 

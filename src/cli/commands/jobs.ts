@@ -6,6 +6,7 @@ import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import { CANCELLABLE_STATUSES, JOB_STATUSES } from "../../core/jobs.ts"
+import { ENDED_STATUSES } from "../../runtime/deadJobs.ts"
 import * as opt from "../options.ts"
 import { action } from "./action.ts"
 
@@ -33,27 +34,34 @@ const jobsShow = Command.make(
   action(load, (m) => m.show)
 ).pipe(Command.withDescription("Show one job and its last attempts (start, end, outcome, error, host)."))
 
-// Which dead jobs `retry` and `discard` take: one id, filters, or --all.
+// Which dead jobs `retry` and `discard` take: one id, filters, or --all. Cancelled jobs only by
+// id or with --status cancelled (../../runtime/deadJobs.ts).
 const deadFilter = {
   id: Args.text({ name: "job-id" }).pipe(
-    Args.withDescription("One job's id (filters, if given, must match it too)."),
+    Args.withDescription("One job's id, dead or cancelled (filters, if given, must match it too)."),
     Args.optional
   ),
   name: opt.text("name", "job", "Only jobs of this type.").pipe(Options.optional),
   queue: opt.text("queue", "queue", "Only jobs in this queue.").pipe(Options.optional),
-  status: opt.choice("status", ["failed", "interrupted"] as const, "Only jobs in this dead status.").pipe(
+  status: opt.choice(
+    "status",
+    ENDED_STATUSES,
+    "Only jobs in this status: failed or interrupted (dead), or cancelled. Default: failed and interrupted."
+  ).pipe(Options.optional),
+  olderThan: opt.duration("older-than", "Only jobs that died (or were cancelled) longer ago than this.").pipe(
     Options.optional
   ),
-  olderThan: opt.duration("older-than", "Only jobs that died longer ago than this.").pipe(Options.optional),
   all: opt.flag("all", "Every dead job (when no id or filter is given).")
 }
 
 const jobsRetry = Command.make("retry", { ...opt.common, ...deadFilter }, action(load, (m) => m.retry)).pipe(
-  Command.withDescription("Put dead (failed or interrupted) jobs back to pending: one by id, or all that match.")
+  Command.withDescription(
+    "Put dead (failed or interrupted) or cancelled jobs back to pending: one by id, or all that match."
+  )
 )
 
 const jobsDiscard = Command.make("discard", { ...opt.common, ...deadFilter }, action(load, (m) => m.discard)).pipe(
-  Command.withDescription("Delete dead (failed or interrupted) jobs: one by id, or all that match.")
+  Command.withDescription("Delete dead (failed or interrupted) or cancelled jobs: one by id, or all that match.")
 )
 
 const jobsCancel = Command.make(

@@ -24,7 +24,7 @@ import { JobStore, type JobStoreApi } from "../../ports/JobStore.ts"
 export interface RetentionConfig {
   /** Completed jobs, from completion (default "7 days"). */
   readonly completed?: Duration.DurationInput | false | undefined
-  /** Dead jobs (failed, interrupted), from their death (default "30 days"). */
+  /** Dead jobs (failed, interrupted) and cancelled ones, from their end (default "30 days"). */
   readonly dead?: Duration.DurationInput | false | undefined
   /** Host rows not seen for this long, unless draining (default "1 hour"). */
   readonly hosts?: Duration.DurationInput | false | undefined
@@ -44,6 +44,7 @@ export interface ResolvedRetention {
 /** What one pass deleted. */
 export interface RetentionTally {
   readonly completed: number
+  /** Dead and cancelled jobs. */
   readonly dead: number
   readonly hosts: number
 }
@@ -99,8 +100,8 @@ const batches = (size: number, batch: Effect.Effect<number, SqlError>) =>
   })
 
 /**
- * One retention pass at the current time: completed jobs, dead jobs, then host rows past their
- * retention are deleted, each kind in batches of `batchSize` rows, oldest first.
+ * One retention pass at the current time: completed jobs, dead (and cancelled) jobs, then host
+ * rows past their retention are deleted, each kind in batches of `batchSize` rows, oldest first.
  */
 export const retentionPass = (
   store: JobStoreApi,
@@ -116,7 +117,10 @@ export const retentionPass = (
     const deadBefore = cut.deadBefore
     const dead = deadBefore === null ? 0 : yield* batches(
       r.batchSize,
-      store.discardDeadWhere({ statuses: ["failed", "interrupted"], diedBefore: deadBefore - 1 }, r.batchSize)
+      store.discardDeadWhere(
+        { statuses: ["failed", "interrupted", "cancelled"], diedBefore: deadBefore - 1 },
+        r.batchSize
+      )
     )
     const hosts = cut.hostsSeenBefore === null ? 0 : yield* store.pruneHosts(cut.hostsSeenBefore, now)
     return { completed, dead, hosts }

@@ -80,7 +80,8 @@ export interface WorkerConfig extends ProcessOptions {
   readonly gracePeriod?: Duration.DurationInput | undefined
   /**
    * How long finished jobs and silent hosts are kept before this worker deletes them (default:
-   * completed jobs 7 days, dead jobs 30 days, hosts an hour); `false`: never (./maintenance.ts).
+   * completed jobs 7 days, dead and cancelled jobs 30 days, hosts an hour); `false`: never
+   * (./maintenance.ts).
    */
   readonly retention?: RetentionConfig | false | undefined
   /** Recorded on the host row. */

@@ -311,7 +311,8 @@ const outcomeBadge: Record<AttemptOutcome, string> = {
   completed: "completed",
   failed: "failed",
   dead: "failed",
-  interrupted: "interrupted"
+  interrupted: "interrupted",
+  cancelled: "cancelled"
 }
 
 /** The job's last attempts (its history column, src/core/history.ts), newest first. */

@@ -23,15 +23,25 @@ const claimInput = (now: number, claimToken: string) => ({
   hostCap: undefined
 })
 
-/** A keyed job whose perform waits on `gate` (uninterruptibly with `stubborn`). */
-const keyed = (name: string, gate: Deferred.Deferred<void>, started: Deferred.Deferred<void>, stubborn = false) =>
+/**
+ * A job keyed `key` whose perform says which payload started, then waits on `gate`
+ * (uninterruptibly with `stubborn`). Each test has a key of its own, so a lease one leaves held
+ * cannot defer the next one's job.
+ */
+const keyed = (
+  name: string,
+  key: string,
+  gate: Deferred.Deferred<void>,
+  started: Deferred.Deferred<number>,
+  stubborn = false
+) =>
   define({
     name,
     schema: Payload,
-    concurrencyKey: "shared",
-    perform: () =>
+    concurrencyKey: key,
+    perform: ({ n }) =>
       Effect.zipRight(
-        Deferred.succeed(started, undefined),
+        Deferred.succeed(started, n),
         stubborn ? Effect.uninterruptible(Deferred.await(gate)) : Deferred.await(gate)
       )
   })
@@ -114,22 +124,23 @@ export const handBackConformance = (adapter: AdapterName) =>
     it.effect("a worker stopping past its grace period hands the interrupted attempt back at once and hands its key off", () =>
       Effect.gen(function*() {
         const gate = yield* Deferred.make<void>()
-        const started = yield* Deferred.make<void>()
-        const Stuck = keyed("stuck", gate, started)
+        const started = yield* Deferred.make<number>()
+        const Stuck = keyed("stuck", "stuck", gate, started)
         yield* withJobs(
           [Stuck],
           Effect.gen(function*() {
             yield* TestClock.setTime(T0)
-            const running = yield* enqueue(Stuck, { n: 1 }, { priority: 1 })
-            const waiting = yield* enqueue(Stuck, { n: 2 })
+            const one = yield* enqueue(Stuck, { n: 1 }, { priority: 1 })
+            const two = yield* enqueue(Stuck, { n: 2 })
             const { scope } = yield* startWorker({
               host: "hb",
               concurrency: 2,
               pollInterval: "1 hour",
               gracePeriod: "100 millis"
             })
-            yield* Deferred.await(started)
-            // The second found the key busy: deferred until the holder's lease should end.
+            // Both are claimed at once and race for the key: either may win it.
+            const [running, waiting] = (yield* Deferred.await(started)) === 1 ? [one, two] : [two, one]
+            // The other found the key busy: deferred until the holder's lease should end.
             yield* eventually(Effect.map(row(waiting.id), (r) => r.status === "pending" && r.leaseName !== null))
             expect((yield* row(waiting.id)).runAt).toBeGreaterThan(T0)
             expect(yield* row(running.id)).toMatchObject({ status: "processing", attempts: 1 })
@@ -146,7 +157,7 @@ export const handBackConformance = (adapter: AdapterName) =>
               runAt: T0,
               lastError: null
             })
-            expect(yield* (yield* JobLeases).ownerOf("key:shared")).toEqual(Option.none())
+            expect(yield* (yield* JobLeases).ownerOf("key:stuck")).toEqual(Option.none())
             expect((yield* row(waiting.id)).runAt).toBe(T0 + 100)
           })
         )
@@ -155,8 +166,8 @@ export const handBackConformance = (adapter: AdapterName) =>
     it.effect("an attempt that does not stop when interrupted is not handed back: it stays for the reaper, its lease held", () =>
       Effect.gen(function*() {
         const gate = yield* Deferred.make<void>()
-        const started = yield* Deferred.make<void>()
-        const Stubborn = keyed("stubborn", gate, started, true)
+        const started = yield* Deferred.make<number>()
+        const Stubborn = keyed("stubborn", "stubborn", gate, started, true)
         yield* withJobs(
           [Stubborn],
           Effect.gen(function*() {
@@ -177,7 +188,7 @@ export const handBackConformance = (adapter: AdapterName) =>
             yield* TestClock.adjust("100 millis")
             yield* Fiber.join(closing)
             expect(yield* row(id)).toMatchObject({ status: "processing", attempts: 1, claimToken: token })
-            expect(yield* (yield* JobLeases).ownerOf("key:shared")).toEqual(Option.some(token))
+            expect(yield* (yield* JobLeases).ownerOf("key:stubborn")).toEqual(Option.some(token))
             yield* Deferred.succeed(gate, undefined)
           })
         )

@@ -183,6 +183,21 @@ describe.each(DATABASES)("the dashboard on $name", { timeout: 90_000 }, (databas
     await hosts.page.close()
   })
 
+  it("schedules: cron, time zone, catch-up, last and next slot, a missed slot marked due", async () => {
+    const { page, problems } = await open(`${dash.url}/`)
+    await page.getByRole("link", { name: "Schedules" }).click()
+    await expect.poll(() => page.locator("h1").textContent()).toBe("Schedules")
+    const names = await page.locator("tbody tr td:first-child").allTextContents()
+    expect(names).toEqual([XSS.type, "NightlyReport", "SyncAccount"])
+    const rows = await page.locator("tbody tr").allTextContents()
+    expect(rows[1]).toContain("Europe/Berlin")
+    expect(rows[2]).toContain("due")
+    await onlyOurMarkup(page)
+    await shot(page, "schedules")
+    expect(problems).toEqual([])
+    await page.close()
+  })
+
   it("a dead job's attempts; retrying it by clicking puts it back to pending", async () => {
     const { page, problems } = await open(`${dash.url}/jobs/${DEAD_ID}`)
     expect(await page.locator("dl.fields .status").textContent()).toBe("failed")

@@ -55,7 +55,15 @@ describe("html", () => {
 describe("the handler", () => {
   it("renders every page with hostile data as text only, under a strict content security policy", async () => {
     for (
-      const path of ["/", "/jobs", "/jobs?status=failed", `/jobs/${encodeURIComponent(DEAD_ID)}`, "/leases", "/hosts"]
+      const path of [
+        "/",
+        "/jobs",
+        "/jobs?status=failed",
+        `/jobs/${encodeURIComponent(DEAD_ID)}`,
+        "/leases",
+        "/hosts",
+        "/schedules"
+      ]
     ) {
       const res = await serve(request("GET", path), "t")
       expect(res.status, path).toBe(200)
@@ -88,6 +96,33 @@ describe("the handler", () => {
     expect(hostile[0]![6]).toBe(escapeHtml(XSS.error))
     const pending = (await serve(request("GET", "/jobs/00000000-0000-4000-8000-000000000071"))).body
     expect(pending).toContain("No attempt has ended yet.")
+  })
+
+  it("lists the schedules by name: cron, time zone, catch-up, last and next slot, a missed one due", async () => {
+    const res = await serve(request("GET", "/schedules"))
+    expect(res.status).toBe(200)
+    expect(res.body).toContain(`<a href="/schedules" aria-current="page">Schedules</a>`)
+    const rows = [...res.body.matchAll(/<tr><td>(.*?)<\/td><\/tr>/gs)].map((m) =>
+      m[1]!.split("</td><td>").map((cell) => cell.replace(/<[^>]+>/g, ""))
+    )
+    expect(rows).toEqual([
+      [escapeHtml(XSS.type), "0 * * * *", "UTC", "once", "–", "in 59m"],
+      ["NightlyReport", "0 3 * * *", "Europe/Berlin", "once", "14h ago", "in 10h"],
+      ["SyncAccount", "*/15 * * * *", "UTC", "skip", "31m ago", "16m ago due"]
+    ])
+    expect(res.body).toContain(`href="/jobs?type=${encodeURIComponent(XSS.type)}"`)
+  })
+
+  it("says so when there are no schedules", async () => {
+    const empty = ManagedRuntime.make(Layer.merge(services, Layer.setClock(fixedClock(Clock.make()))))
+    try {
+      await empty.runPromise(Effect.flatMap(MemoryDatabase, (db) => Migrator.makeMemory(db).run))
+      const res = await empty.runPromise(handle({ base: "" })(request("GET", "/schedules")))
+      expect(res.status).toBe(200)
+      expect(res.body).toContain(`<p class="empty">No schedules: a job type gets one with Job.define`)
+    } finally {
+      await empty.dispose()
+    }
   })
 
   it("serves the Prometheus scrape at /metrics, with the store's gauges", async () => {

@@ -1,6 +1,6 @@
 /**
  * The dashboard as one function from a request to a response, over the ports (JobStore,
- * JobLeases, JobInsights): routes, the layout, the assets, and the token rule for actions. The
+ * JobLeases, ScheduleStore, JobInsights): routes, the layout, the assets, and the token rule for actions. The
  * node:http glue is ./node.ts. `/metrics` is the Prometheus scrape. Every page is read-only; an action is a POST that carries the
  * configured token in the `X-Leasehold-Token` header (a header, not a cookie or a form field,
  * so another site cannot make a browser send it), and without a configured token there are none.
@@ -12,6 +12,7 @@ import type { JobInsights } from "../ports/JobInsights.ts"
 import type { LeaseError } from "../ports/LeaseLock.ts"
 import * as Metrics from "../runtime/metrics.ts"
 import type { JobLeases, JobStore } from "../ports/JobStore.ts"
+import type { ScheduleStore } from "../ports/ScheduleStore.ts"
 import { ActionError, cancelJob, clearLease, discardJob, drainHost, resumeHost, retryJob } from "./actions.ts"
 import { CSS, FRAGMENT_HEADER, JS, TOKEN_HEADER } from "./assets.ts"
 import { html } from "./html.ts"
@@ -19,7 +20,7 @@ import * as Pages from "./pages.ts"
 import { type Page, type PageContext, PageError } from "./pages.ts"
 
 /** What the dashboard reads and writes through. */
-export type DashboardServices = JobStore | JobLeases | JobInsights
+export type DashboardServices = JobStore | JobLeases | ScheduleStore | JobInsights
 
 /** A request as the dashboard sees it. */
 export interface DashboardRequest {
@@ -66,10 +67,13 @@ const respond = (
 
 const json = (status: number, body: unknown) => respond(status, "application/json; charset=utf-8", JSON.stringify(body))
 
-const NAV: ReadonlyArray<readonly [string, string]> = [["/", "Overview"], ["/jobs", "Jobs"], ["/leases", "Leases"], [
-  "/hosts",
-  "Hosts"
-]]
+const NAV: ReadonlyArray<readonly [string, string]> = [
+  ["/", "Overview"],
+  ["/jobs", "Jobs"],
+  ["/leases", "Leases"],
+  ["/hosts", "Hosts"],
+  ["/schedules", "Schedules"]
+]
 
 /** The whole document around a page's `<main>`. */
 const layout = (ctx: PageContext, path: string, page: Page): string =>
@@ -121,6 +125,7 @@ const pageFor = (ctx: PageContext, path: string, params: URLSearchParams): Route
   if (path === "/jobs") return Effect.flatMap(Pages.parseJobsQuery(params), (q) => Pages.jobs(ctx, q))
   if (path === "/leases") return Pages.leases(ctx)
   if (path === "/hosts") return Pages.hosts(ctx)
+  if (path === "/schedules") return Pages.schedules(ctx)
   const one = /^\/jobs\/([^/]+)$/.exec(path)
   const id = one === null ? undefined : segment(one[1]!)
   return id === undefined ? undefined : Pages.job(ctx, id)

@@ -12,6 +12,7 @@ import { isExpired, type LeaseRow } from "../core/lease.ts"
 import type { JobRow } from "../core/model.ts"
 import { type ActivityMinute, JobInsights, type JobCursor } from "../ports/JobInsights.ts"
 import { JobLeases, JobStore } from "../ports/JobStore.ts"
+import { ScheduleStore } from "../ports/ScheduleStore.ts"
 import { duration, iso, relative } from "./format.ts"
 import { Html, html, type Part, raw } from "./html.ts"
 
@@ -477,6 +478,37 @@ export const hosts = (ctx: PageContext) =>
       refresh: REFRESH_MS,
       body: html`<h1>Hosts</h1>
 <p class="note">A host is gone when it has not been seen for 5 minutes (a running worker refreshes its row every reap, 15 s by default).</p>
+${body}`
+    } satisfies Page
+  })
+
+// ---------------------------------------------------------------------------------------------
+// Schedules
+
+/** `/schedules`: each recurring job type's cron, time zone, catch-up policy, last slot handled and next slot. */
+export const schedules = (ctx: PageContext) =>
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const rows = yield* (yield* ScheduleStore).list
+    const body = table(
+      ["job type", "cron", "time zone", "catch-up", "last slot", "next slot"],
+      rows.map((r) => [
+        html`<a href="${ctx.base}/jobs?type=${encodeURIComponent(r.name)}">${r.name}</a>`,
+        html`<span class="mono">${r.cron}</span>`,
+        r.timeZone,
+        r.catchUp,
+        when(r.lastSlot, now),
+        r.nextSlot !== null && r.nextSlot <= now
+          ? html`${when(r.nextSlot, now)} <span class="expired">due</span>`
+          : when(r.nextSlot, now)
+      ]),
+      "No schedules: a job type gets one with Job.define({ …, schedule: { cron } }), registered when a worker starts."
+    )
+    return {
+      title: "Schedules",
+      refresh: REFRESH_MS,
+      body: html`<h1>Schedules</h1>
+<p class="note">Every running worker enqueues a scheduled job type at each slot, one job per slot however many workers run. A next slot that is due means no worker has run since it came.</p>
 ${body}`
     } satisfies Page
   })

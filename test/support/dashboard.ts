@@ -12,9 +12,10 @@ import { MINUTE_MS } from "../../src/core/browse.ts"
 import type { Outcome } from "../../src/core/model.ts"
 import { type DashboardServices, nodeHandler, servicesLayer } from "../../src/dashboard.ts"
 import { JobLeases, JobStore } from "../../src/JobStore.ts"
+import { ScheduleStore } from "../../src/ports/ScheduleStore.ts"
 import * as Migrator from "../../src/runtime/migrate.ts"
 
-/** The dashboard's "now" in every seeded test: 2026-10-03T13:40:32.175Z. */
+/** The dashboard's "now" in every seeded test: 2026-10-03T15:00:32.175Z. */
 export const NOW = 1_791_039_632_175
 
 /** A clock that always reads `NOW` (sleeps are real). */
@@ -50,7 +51,7 @@ export const SEEDED_JOBS = 79
 /**
  * Writes the jobs, hosts and leases the pages show, under migrated tables: 60 jobs finished
  * over the last hour (some dead), pending, processing (one holding a lease), an expired lease,
- * hosts running, draining and gone.
+ * hosts running, draining and gone, and three schedules.
  */
 export const seed = Effect.gen(function*() {
   const store = yield* JobStore
@@ -182,6 +183,38 @@ export const seed = Effect.gen(function*() {
       now: NOW - (79 - n) * 1000
     })
   }
+  // Schedules: one handled on time, one whose next slot is due (no worker ran since), one hostile.
+  const schedules = yield* ScheduleStore
+  const at = (iso: string) => Date.parse(iso)
+  const created = NOW - 30 * 86_400_000
+  for (
+    const row of [
+      {
+        name: "NightlyReport",
+        cron: "0 3 * * *",
+        timeZone: "Europe/Berlin",
+        catchUp: "once",
+        lastSlot: at("2026-10-03T01:00:00Z"),
+        nextSlot: at("2026-10-04T01:00:00Z")
+      },
+      {
+        name: "SyncAccount",
+        cron: "*/15 * * * *",
+        timeZone: "UTC",
+        catchUp: "skip",
+        lastSlot: at("2026-10-03T14:30:00Z"),
+        nextSlot: at("2026-10-03T14:45:00Z")
+      },
+      {
+        name: XSS.type,
+        cron: "0 * * * *",
+        timeZone: "UTC",
+        catchUp: "once",
+        lastSlot: null,
+        nextSlot: at("2026-10-03T16:00:00Z")
+      }
+    ] as const
+  ) yield* schedules.register({ ...row, createdAt: created, updatedAt: row.lastSlot ?? created })
   yield* store.touchHost("worker-a", NOW - 4000, { maxConcurrent: 8, codeVersion: "2026.10.1" })
   yield* store.touchHost("worker-b", NOW - 9000, { maxConcurrent: 0, codeVersion: "2026.10.1" })
   yield* store.drain("worker-c", NOW - 20_000, NOW + 15 * MINUTE_MS)

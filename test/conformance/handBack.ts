@@ -46,6 +46,23 @@ const keyed = (
       )
   })
 
+/**
+ * Runs `body` against a started worker; if `body` fails, opens `gate` and stops the worker (in
+ * the background: its stop may wait on the TestClock), so a failed test leaves no worker behind
+ * to claim the next test's jobs from the shared tables.
+ */
+const stoppedOnFailure = <A, E, R>(
+  scope: Scope.CloseableScope,
+  gate: Deferred.Deferred<void>,
+  body: Effect.Effect<A, E, R>
+) =>
+  Effect.onExit(body, (exit) =>
+    Exit.isSuccess(exit)
+      ? Effect.void
+      : Effect.asVoid(
+        Effect.forkDaemon(Effect.zipRight(Deferred.succeed(gate, undefined), Scope.close(scope, Exit.void)))
+      ))
+
 export const handBackConformance = (adapter: AdapterName) =>
   layer(layerFor(adapter, "hb"), { timeout: 180_000 })(`Hand-back conformance on ${adapter}`, (it) => {
     it.effect("handBack: attempts pending again with their attempt given back, leases released, each handed off to its best waiter", () =>
@@ -138,27 +155,33 @@ export const handBackConformance = (adapter: AdapterName) =>
               pollInterval: "1 hour",
               gracePeriod: "100 millis"
             })
-            // Both are claimed at once and race for the key: either may win it.
-            const [running, waiting] = (yield* Deferred.await(started)) === 1 ? [one, two] : [two, one]
-            // The other found the key busy: deferred until the holder's lease should end.
-            yield* eventually(Effect.map(row(waiting.id), (r) => r.status === "pending" && r.leaseName !== null))
-            expect((yield* row(waiting.id)).runAt).toBeGreaterThan(T0)
-            expect(yield* row(running.id)).toMatchObject({ status: "processing", attempts: 1 })
+            yield* stoppedOnFailure(
+              scope,
+              gate,
+              Effect.gen(function*() {
+                // Both are claimed at once and race for the key: either may win it.
+                const [running, waiting] = (yield* Deferred.await(started)) === 1 ? [one, two] : [two, one]
+                // The other found the key busy: deferred until the holder's lease should end.
+                yield* eventually(Effect.map(row(waiting.id), (r) => r.status === "pending" && r.leaseName !== null))
+                expect((yield* row(waiting.id)).runAt).toBeGreaterThan(T0)
+                expect(yield* row(running.id)).toMatchObject({ status: "processing", attempts: 1 })
 
-            const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
-            yield* settle
-            yield* TestClock.adjust("100 millis")
-            yield* Fiber.join(closing)
-            // Not left processing for the reaper: pending now, the attempt given back, no backoff.
-            expect(yield* row(running.id)).toMatchObject({
-              status: "pending",
-              attempts: 0,
-              claimToken: null,
-              runAt: T0,
-              lastError: null
-            })
-            expect(yield* (yield* JobLeases).ownerOf("key:stuck")).toEqual(Option.none())
-            expect((yield* row(waiting.id)).runAt).toBe(T0 + 100)
+                const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+                yield* settle
+                yield* TestClock.adjust("100 millis")
+                yield* Fiber.join(closing)
+                // Not left processing for the reaper: pending now, the attempt given back, no backoff.
+                expect(yield* row(running.id)).toMatchObject({
+                  status: "pending",
+                  attempts: 0,
+                  claimToken: null,
+                  runAt: T0,
+                  lastError: null
+                })
+                expect(yield* (yield* JobLeases).ownerOf("key:stuck")).toEqual(Option.none())
+                expect((yield* row(waiting.id)).runAt).toBe(T0 + 100)
+              })
+            )
           })
         )
       }))
@@ -179,17 +202,23 @@ export const handBackConformance = (adapter: AdapterName) =>
               pollInterval: "1 hour",
               gracePeriod: "100 millis"
             })
-            yield* Deferred.await(started)
-            const token = (yield* row(id)).claimToken
-            const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
-            yield* settle
-            yield* TestClock.adjust("100 millis")
-            yield* settle
-            yield* TestClock.adjust("100 millis")
-            yield* Fiber.join(closing)
-            expect(yield* row(id)).toMatchObject({ status: "processing", attempts: 1, claimToken: token })
-            expect(yield* (yield* JobLeases).ownerOf("key:stubborn")).toEqual(Option.some(token))
-            yield* Deferred.succeed(gate, undefined)
+            yield* stoppedOnFailure(
+              scope,
+              gate,
+              Effect.gen(function*() {
+                yield* Deferred.await(started)
+                const token = (yield* row(id)).claimToken
+                const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+                yield* settle
+                yield* TestClock.adjust("100 millis")
+                yield* settle
+                yield* TestClock.adjust("100 millis")
+                yield* Fiber.join(closing)
+                expect(yield* row(id)).toMatchObject({ status: "processing", attempts: 1, claimToken: token })
+                expect(yield* (yield* JobLeases).ownerOf("key:stubborn")).toEqual(Option.some(token))
+                yield* Deferred.succeed(gate, undefined)
+              })
+            )
           })
         )
       }))

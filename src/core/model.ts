@@ -44,6 +44,11 @@ export interface JobRow {
   readonly updatedAt: number
   /** Its last attempts, oldest first (at most `MAX_HISTORY`; src/core/history.ts). */
   readonly history: ReadonlyArray<AttemptRecord>
+  /**
+   * The W3C traceparent of the span that enqueued it (migration 9; src/core/traceContext.ts), or
+   * null: enqueued with no tracer installed, or before migration 9.
+   */
+  readonly traceContext: string | null
 }
 
 /**
@@ -70,6 +75,8 @@ export interface NewJob {
   readonly uniqueUntil?: UniqueUntil | undefined
   readonly runAt: number
   readonly now: number
+  /** The enqueuing span's traceparent (src/core/traceContext.ts); none without a tracer. */
+  readonly traceContext?: string | undefined
 }
 
 /** What a claim asks for. */

@@ -48,7 +48,8 @@ export const newJobRow = (job: NewJob): JobRow => ({
   failedAt: null,
   createdAt: job.now,
   updatedAt: job.now,
-  history: []
+  history: [],
+  traceContext: job.traceContext ?? null
 })
 
 /**

@@ -30,6 +30,7 @@ import { type InsertResult, JobStore, type JobStoreApi } from "../ports/JobStore
 import { type NewJob, UNIQUE_UNTIL, type UniqueUntil } from "../core/model.ts"
 import { type CronSchedule, DEFAULT_TIME_ZONE, parseCronSchedule, type ScheduleOptions } from "../core/schedules.ts"
 import type { SqlError } from "@effect/sql/SqlError"
+import { annotateEnqueue, withEnqueueSpan } from "./tracing.ts"
 
 /** What a job type may declare besides its name, schema and perform. */
 export interface JobOptions<A> extends LeaseOptions<A> {
@@ -369,7 +370,8 @@ const prepare = <A, I, R>(
   type: JobType<string, A, I, R>,
   payload: A,
   options: EnqueueOptions,
-  now: number
+  now: number,
+  traceContext: string | undefined
 ): Either.Either<NewJob, PayloadError | EnqueueInputError> =>
   Either.gen(function*() {
     const payloadError = (reason: string) => new PayloadError({ jobName: type.name, reason })
@@ -457,7 +459,8 @@ const prepare = <A, I, R>(
       uniqueKey: options.uniqueKey ?? id,
       uniqueUntil,
       runAt,
-      now
+      now,
+      ...(traceContext === undefined ? {} : { traceContext })
     }
   })
 
@@ -489,14 +492,16 @@ export const enqueue = <A, I, R>(
   payload: A,
   options: EnqueueOptions = {}
 ): Effect.Effect<EnqueueResult, PayloadError | EnqueueInputError | SqlError, JobStore> =>
-  Effect.gen(function*() {
-    const store = yield* JobStore
-    const now = yield* Clock.currentTimeMillis
-    const job = yield* prepare(type, payload, options, now)
-    const result = yield* store.insert(job)
-    if (!result.duplicate) yield* ringIfDue(store, [job], now)
-    return asResult(result)
-  })
+  withEnqueueSpan(type.name, options.queue ?? type.queue, (traceContext) =>
+    Effect.gen(function*() {
+      const store = yield* JobStore
+      const now = yield* Clock.currentTimeMillis
+      const job = yield* prepare(type, payload, options, now, traceContext)
+      const result = yield* store.insert(job)
+      if (traceContext !== undefined) yield* annotateEnqueue("leasehold.job.id", result.id)
+      if (!result.duplicate) yield* ringIfDue(store, [job], now)
+      return asResult(result)
+    }))
 
 /**
  * Enqueues one job per payload, as `enqueue` would, in one transaction (the caller's inside
@@ -510,6 +515,18 @@ export const enqueueMany = <A, I, R>(
   type: JobType<string, A, I, R>,
   payloads: Iterable<A>,
   options: EnqueueManyOptions<A> = {}
+): Effect.Effect<EnqueueManyResult, PayloadError | EnqueueInputError | SqlError, JobStore> =>
+  withEnqueueSpan(
+    type.name,
+    options.queue ?? type.queue,
+    (traceContext) => enqueueAll(type, payloads, options, traceContext)
+  )
+
+const enqueueAll = <A, I, R>(
+  type: JobType<string, A, I, R>,
+  payloads: Iterable<A>,
+  options: EnqueueManyOptions<A>,
+  traceContext: string | undefined
 ): Effect.Effect<EnqueueManyResult, PayloadError | EnqueueInputError | SqlError, JobStore> =>
   Effect.gen(function*() {
     const store = yield* JobStore
@@ -533,7 +550,7 @@ export const enqueueMany = <A, I, R>(
       } catch (e) {
         return yield* inputError("uniqueKey", `${at(i)}the function threw: ${String(e)}`)
       }
-      const job = prepare(type, payload, { ...options, uniqueKey }, now)
+      const job = prepare(type, payload, { ...options, uniqueKey }, now, traceContext)
       if (Either.isRight(job)) {
         jobs.push(job.right)
         continue
@@ -551,6 +568,7 @@ export const enqueueMany = <A, I, R>(
     }
     const results = yield* store.insertMany(jobs)
     const written = jobs.filter((_, i) => !results[i]!.duplicate)
+    if (traceContext !== undefined) yield* annotateEnqueue("leasehold.job.count", written.length)
     yield* ringIfDue(store, written, now)
     return {
       jobs: results.map(asResult),

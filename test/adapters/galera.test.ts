@@ -18,6 +18,7 @@ import { migrationConformance } from "../conformance/migrations.ts"
 import { observabilityConformance } from "../conformance/observability.ts"
 import { retentionConformance } from "../conformance/retention.ts"
 import { scheduleConformance } from "../conformance/schedules.ts"
+import { tracingConformance } from "../conformance/tracing.ts"
 import { workerConformance } from "../conformance/worker.ts"
 
 leaseLockConformance("galera")
@@ -35,3 +36,4 @@ badInputConformance("galera")
 observabilityConformance("galera")
 historyConformance("galera")
 retentionConformance("galera")
+tracingConformance("galera")

@@ -13,6 +13,7 @@ import { migrationConformance } from "../conformance/migrations.ts"
 import { observabilityConformance } from "../conformance/observability.ts"
 import { retentionConformance } from "../conformance/retention.ts"
 import { scheduleConformance } from "../conformance/schedules.ts"
+import { tracingConformance } from "../conformance/tracing.ts"
 import { workerConformance } from "../conformance/worker.ts"
 
 leaseLockConformance("mysql")
@@ -30,3 +31,4 @@ badInputConformance("mysql")
 observabilityConformance("mysql")
 historyConformance("mysql")
 retentionConformance("mysql")
+tracingConformance("mysql")

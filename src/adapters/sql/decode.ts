@@ -38,7 +38,8 @@ export const decodeJobRow = (r: Record<string, unknown>): JobRow => ({
   failedAt: msOrNull(r.failed_at),
   createdAt: decodeEpochMs(r.created_at),
   updatedAt: decodeEpochMs(r.updated_at),
-  history: decodeHistory(r.history)
+  history: decodeHistory(r.history),
+  traceContext: strOrNull(r.trace_context)
 })
 
 /** Decodes a host row. */

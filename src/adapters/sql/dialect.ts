@@ -116,7 +116,7 @@ export const errorCode = (cause: unknown): string | undefined => {
 /** The columns of a job row, in table order. */
 export const JOB_COLUMNS = new RawSql(
   "id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, claim_token, claimed_by, " +
-    "unique_key, unique_until_finished, lease_name, heartbeat_at, grace_ms, stale_at, last_error, run_at, completed_at, failed_at, created_at, updated_at, history"
+    "unique_key, unique_until_finished, lease_name, heartbeat_at, grace_ms, stale_at, last_error, run_at, completed_at, failed_at, created_at, updated_at, history, trace_context"
 )
 
 /**
@@ -125,11 +125,15 @@ export const JOB_COLUMNS = new RawSql(
  */
 export const newJobRows = (_c: JobSqlContext, jobs: ReadonlyArray<NewJob>): Statement => {
   // One flat fragment, not a statement per row: a chunk of 1,000 rows is rendered once per
-  // statement it is nested in, never row by row.
+  // statement it is nested in, never row by row. `trace_context` is written only by a batch
+  // that has one (a tracer was installed at enqueue): without, the rows carry no extra value.
+  const traced = jobs.some((j) => j.traceContext !== undefined)
+  const columns = traced ? TRACED_ROW_COLUMNS : NEW_ROW_COLUMNS
+  const glue = traced ? TRACED_ROW_GLUE : ROW_GLUE
   const strings: Array<string> = []
   const values: Array<unknown> = []
   jobs.forEach((j, i) => {
-    strings.push(i === 0 ? NEW_ROW_COLUMNS + " VALUES (" : "), (", ...ROW_GLUE)
+    strings.push(i === 0 ? columns + " VALUES (" : "), (", ...glue)
     values.push(
       j.id,
       j.name,
@@ -145,14 +149,17 @@ export const newJobRows = (_c: JobSqlContext, jobs: ReadonlyArray<NewJob>): Stat
       j.now,
       j.now
     )
+    if (traced) values.push(j.traceContext ?? null)
   })
   strings.push(")")
   return { sql: "", params: [], fragment: { strings, values } }
 }
 const NEW_ROW_COLUMNS =
   "(id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, grace_ms, unique_key, unique_until_finished, run_at, created_at, updated_at)"
+const TRACED_ROW_COLUMNS = NEW_ROW_COLUMNS.replace(/\)$/, ", trace_context)")
 // The text between a row's 13 values: status 'pending' and attempts 0 are written as literals.
 const ROW_GLUE = [", ", ", ", ", ", ", ", ", 'pending', 0, ", ", ", ", ", ", ", ", ", ", ", ", ", ", "]
+const TRACED_ROW_GLUE = [...ROW_GLUE, ", "]
 
 /** The quoted tables and the builder a dialect's job statements are written with. */
 export interface JobSqlContext {

@@ -233,6 +233,22 @@ export const createSchedules: Migration = {
   memoryTables: (t) => [t.schedules]
 }
 
+// ---------------------------------------------------------------------------------------------
+// Migration 9: the trace context a job carries from its enqueue to its attempts (docs/tracing.md).
+//
+// `trace_context` holds the W3C traceparent of the span that enqueued the job
+// (src/core/traceContext.ts: `00-<32 hex>-<16 hex>-<2 hex>`, 55 characters), written only when a
+// tracer was installed; each attempt's span links to it. NULL otherwise, and on rows written
+// before it. No index: it is read only with the claimed row.
+
+/** Migration 9: `trace_context` on the jobs table. */
+export const addTraceContext: Migration = {
+  id: 9,
+  name: "trace context on job rows",
+  statements: (dialect, t) => [schemas[dialect].addColumn(t.jobs, "trace_context", "VARCHAR(64) NULL")],
+  memoryTables: () => []
+}
+
 /** leasehold's migrations, in the order they apply. Append new ones; never edit an applied one. */
 export const migrations: ReadonlyArray<Migration> = [
   createJobTables,
@@ -242,7 +258,8 @@ export const migrations: ReadonlyArray<Migration> = [
   browseIndex,
   addUniqueScope,
   addAttemptHistory,
-  createSchedules
+  createSchedules,
+  addTraceContext
 ]
 
 // ---------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import type { ScheduleStore } from "../../ports/ScheduleStore.ts"
 import { type HeldLease, Jobs } from "../Job.ts"
 import type { Resolved } from "./options.ts"
 import { observeAttempt } from "./observe.ts"
+import { annotateAttempt, traceAttempt } from "../tracing.ts"
 import {
   cancelledMeanwhile,
   describe,
@@ -107,7 +108,7 @@ export const runClaimed = (
   timer?: Watch,
   recheck = false
 ): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
-  observeAttempt(job, runAttempt(job, o, timer, recheck)).pipe(
+  traceAttempt(job, observeAttempt(job, runAttempt(job, o, timer, recheck))).pipe(
     Effect.annotateLogs({ jobId: job.id, jobName: job.name, attempt: job.attempts })
   )
 
@@ -160,9 +161,11 @@ const runAttempt = (
     const leaseName = named.right
     let held: HeldLease | undefined
     if (leaseName !== undefined) {
+      yield* annotateAttempt("leasehold.lease.name", leaseName)
       const taken = yield* takeLease(job, leaseName, type.concurrencyLimit, type.backoff, o)
       if (Either.isLeft(taken)) return taken.left
       held = taken.right
+      yield* annotateAttempt("leasehold.lease.fencing_token", String(held.fencingToken))
     }
 
     const exit = yield* perform(job, registered.value, payload, o.host, held, timer).pipe(

@@ -95,6 +95,11 @@ export interface CreateOptions<Types extends ReadonlyArray<PromiseJobType>> {
   readonly jobs: Types
   /** Table prefix (default `leasehold_`). */
   readonly prefix?: string | undefined
+  /**
+   * A layer that installs a tracer, such as @effect/opentelemetry's `NodeSdk.layer(…)`: each
+   * enqueue and each attempt is then reported as a span (docs/tracing.md). None by default.
+   */
+  readonly tracing?: Layer.Layer<never, unknown, never> | undefined
 }
 
 /** A worker started by `startWorker`. */
@@ -218,7 +223,9 @@ export const createLeasehold = async <const Types extends ReadonlyArray<PromiseJ
   // compiler cannot see through the generic `Types`.
   const services = Leasehold.layer({ jobs: options.jobs, prefix: options.prefix }).pipe(
     Layer.provideMerge(client),
-    Layer.provideMerge(Migrator.layer({ prefix: options.prefix }).pipe(Layer.provide(client)))
+    Layer.provideMerge(Migrator.layer({ prefix: options.prefix }).pipe(Layer.provide(client))),
+    // Built first, so the tracer it installs is the runtime's (src/runtime/tracing.ts).
+    Layer.provideMerge(options.tracing ?? Layer.empty)
   ) as Layer.Layer<Services, unknown>
   const runtime = ManagedRuntime.make(services)
   // Connect now, so a wrong URL or a missing driver rejects here rather than at first use.

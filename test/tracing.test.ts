@@ -49,7 +49,7 @@ describe("the stored trace context", () => {
 
 const Ping = Schema.Struct({ n: Schema.Number })
 
-it("a long-running worker under NodeSdk.layer reports each attempt, linked to its enqueue", async () => {
+it("a long-running worker under NodeSdk.layer reports each attempt as a trace of its own, linked to its enqueue", async () => {
   const exporter = new InMemorySpanExporter()
   const Tracing = NodeSdk.layer(() => ({
     resource: { serviceName: "leasehold-test" },
@@ -73,7 +73,8 @@ it("a long-running worker under NodeSdk.layer reports each attempt, linked to it
       // Read before the tracer's layer closes: shutting down clears the exporter.
       const enqueued = exporter.getFinishedSpans().find((s) => s.name === "leasehold.enqueue")!
       return { id, attempt, enqueued }
-    })).pipe(Effect.provide(services))
+      // A worker started inside a span: its attempts are still traces of their own.
+    })).pipe(Effect.withSpan("app main"), Effect.provide(services))
   }).pipe(Effect.provide(Tracing))
   const { attempt, enqueued, id } = await Effect.runPromise(program)
   expect(attempt.attributes).toMatchObject({ "leasehold.job.id": id, "leasehold.outcome": "completed" })

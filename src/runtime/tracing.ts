@@ -84,17 +84,18 @@ const enqueueLinks = (job: JobRow): ReadonlyArray<Tracer.SpanLink> => {
 
 /**
  * Runs one attempt of `job` inside its consumer span (under a tracer): a child of the caller's
- * span when there is one (processNext inside a span), else the root of a trace of its own;
- * linked to the span that enqueued the job; with the job's id, name, attempt and queue, and
- * once it ended its outcome. The attempt itself sets the lease name (`annotateAttempt`).
+ * span when there is one (processNext inside a span) unless `root`, else the root of a trace of
+ * its own; linked to the span that enqueued the job; with the job's id, name, attempt and
+ * queue, and once it ended its outcome. The attempt itself sets the lease (`annotateAttempt`).
  */
 export const traceAttempt = <E, R>(
   job: JobRow,
-  attempt: Effect.Effect<ProcessResult, E, R>
+  attempt: Effect.Effect<ProcessResult, E, R>,
+  root: boolean
 ): Effect.Effect<ProcessResult, E, R> =>
   ifTracing(
     () =>
-      Effect.flatMap(Effect.option(Effect.currentParentSpan), (parent) =>
+      Effect.flatMap(root ? Effect.succeedNone : Effect.option(Effect.currentParentSpan), (parent) =>
         Effect.useSpan(
           ATTEMPT_SPAN,
           {

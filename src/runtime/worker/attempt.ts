@@ -97,18 +97,30 @@ const takeLease = (
     return Either.left(ProcessResult.Deferred({ job: jobRef(job), leaseName, retryAt, holder: holderOwner }))
   })
 
-/**
- * Runs one claimed job to its outcome; `timer` watches its timeout (default: a timer of its own).
- * With `recheck` (a job that waited since its claim), its claim is read first: a job cancelled
- * meanwhile is not run.
- */
+/** How `runClaimed` runs an attempt. */
+export interface RunClaimedOptions {
+  /** Watches its timeout (default: a timer of its own). */
+  readonly timer?: Watch | undefined
+  /** The job waited since its claim: its claim is read first, and a job cancelled meanwhile is not run. */
+  readonly recheck?: boolean | undefined
+  /**
+   * Its span starts a trace of its own even inside a caller's span (a long-running worker's
+   * attempts: the span its scope was opened in is no parent of theirs). Default: it nests.
+   */
+  readonly rootSpan?: boolean | undefined
+}
+
+/** Runs one claimed job to its outcome. */
 export const runClaimed = (
   job: JobRow,
   o: Resolved,
-  timer?: Watch,
-  recheck = false
+  options: RunClaimedOptions = {}
 ): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
-  traceAttempt(job, observeAttempt(job, runAttempt(job, o, timer, recheck))).pipe(
+  traceAttempt(
+    job,
+    observeAttempt(job, runAttempt(job, o, options.timer, options.recheck ?? false)),
+    options.rootSpan ?? false
+  ).pipe(
     Effect.annotateLogs({ jobId: job.id, jobName: job.name, attempt: job.attempts })
   )
 

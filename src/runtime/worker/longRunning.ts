@@ -173,7 +173,9 @@ export const make = (
       room.active++
       const result = yield* hands.guard(
         job,
-        Effect.acquireUseRelease(running(1), () => runClaimed(job, o, timer, Option.isSome(waited)), () => running(-1))
+        Effect.acquireUseRelease(running(1), () =>
+          runClaimed(job, o, { timer, recheck: Option.isSome(waited), rootSpan: true }), () =>
+          running(-1))
       )
         .pipe(
           // The outcome could not be written (the database went away mid-attempt): the row stays
@@ -191,7 +193,12 @@ export const make = (
                 undefined
               )
           ),
-          Effect.ensuring(Effect.zipRight(Effect.sync(() => room.active--), Queue.offer(slotFreed, undefined)))
+          Effect.ensuring(Effect.zipRight(
+            Effect.sync(() =>
+              room.active--
+            ),
+            Queue.offer(slotFreed, undefined)
+          ))
         )
       if (result?._tag === "Deferred") room.contended = concurrency * 2
       if (result !== undefined) yield* record(result)

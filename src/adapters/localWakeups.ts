@@ -7,7 +7,7 @@
  * A ring is only a hint: a worker woken for a job another process took, or for the same job
  * twice, finds nothing and goes back to sleep.
  */
-import { Effect, Stream } from "effect"
+import { Effect, type Scope } from "effect"
 
 const listeners = new Map<string, Set<() => void>>()
 
@@ -17,15 +17,22 @@ export const ring = (channel: string): Effect.Effect<void> =>
     for (const wake of listeners.get(channel) ?? []) wake()
   })
 
-/** A signal each time `channel` rings in this process, for as long as the stream runs. */
-export const listen = (channel: string): Stream.Stream<void> =>
-  Stream.async<void>((emit) => {
-    const wake = () => void emit.single(undefined)
-    const set = listeners.get(channel) ?? new Set()
-    set.add(wake)
-    listeners.set(channel, set)
-    return Effect.sync(() => {
-      set.delete(wake)
-      if (set.size === 0) listeners.delete(channel)
-    })
-  }, { bufferSize: 1, strategy: "sliding" })
+/**
+ * Calls `wake` each time `channel` rings in this process, from now until the scope closes.
+ * Registered before this returns, so a ring right after it is never missed (a stream's
+ * subscription would only start once its fiber ran).
+ */
+export const subscribe = (channel: string, wake: () => void): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const set = listeners.get(channel) ?? new Set()
+      set.add(wake)
+      listeners.set(channel, set)
+      return set
+    }),
+    (set) =>
+      Effect.sync(() => {
+        set.delete(wake)
+        if (set.size === 0 && listeners.get(channel) === set) listeners.delete(channel)
+      })
+  )

@@ -234,6 +234,21 @@ export const workerConformance = (adapter: AdapterName) =>
       )
     ))
 
+    it.effect("an enqueue right after the worker starts rings it: it listens before its first look", () => (
+      withJobs(
+        [Ok],
+        withLog(Effect.gen(function*() {
+          // No pause between the start and the enqueue: the worker's first claim may already
+          // have found nothing, and its poll is an hour of a clock that does not move here.
+          const { api, scope } = yield* startWorker({ host: "wake-early", concurrency: 1, pollInterval: "1 hour" })
+          yield* Effect.yieldNow()
+          yield* enqueue(Ok, { n: 1 })
+          yield* eventually(Effect.map(api.stats, (s) => s.processed === 1))
+          yield* Scope.close(scope, Exit.void)
+        }))
+      )
+    ))
+
     it.effect("graceful shutdown gives back the claimed jobs no fiber started: pending again, attempt returned", () => (
       Effect.gen(function*() {
         const gate = yield* Deferred.make<void>()

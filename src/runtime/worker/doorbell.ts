@@ -11,6 +11,8 @@ import { type Duration, Effect, Queue, Ref } from "effect"
 export interface Doorbell {
   /** Wakes the waiting fiber (or lets its next wait end at once). */
   readonly ring: Effect.Effect<void>
+  /** `ring` as a plain call, for a callback outside any fiber. */
+  readonly ringNow: () => void
   /** Waits for a ring or the poll interval. After `stop`, it returns at once. */
   readonly idle: Effect.Effect<void>
   /** Whether `stop` has been called. */
@@ -63,6 +65,7 @@ export const makeDoorbell = (poll: Duration.Duration, probe?: Probe): Effect.Eff
     // The stop sets the flag before it rings, so a waiter that read the flag unset still wakes.
     return {
       ring,
+      ringNow: () => void Queue.unsafeOffer(bell, undefined),
       idle: Effect.flatMap(
         Ref.get(stopping),
         (stop) => (stop ? Effect.void : Effect.raceAll([Queue.take(bell), Effect.sleep(poll), probing]))

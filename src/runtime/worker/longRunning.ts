@@ -207,6 +207,9 @@ export const make = (
     const runners = yield* Effect.forEach(Array.from({ length: concurrency }), () => Effect.forkDaemon(runner), {
       concurrency: "unbounded"
     })
+    // Enqueues in this process (src/adapters/localWakeups.ts), on every database: subscribed
+    // before the claimer's first look, so an enqueue right after the worker starts rings it.
+    yield* LocalWakeups.subscribe(store.tables.channel, bell.ringNow)
     const claiming = yield* Effect.forkDaemon(claimer)
 
     // Completed and dead jobs and silent hosts past their retention, in bounded batches (./maintenance.ts).
@@ -237,18 +240,14 @@ export const make = (
     })
     const signals = wakeups.listen(store.tables.channel)
     const listener = yield* Effect.forkDaemon(
-      Effect.all([
-        // Enqueues in this process (src/adapters/localWakeups.ts), on every database.
-        Stream.runForEach(LocalWakeups.listen(store.tables.channel), () => bell.ring),
-        Option.match(signals, {
-          onNone: () => Effect.void,
-          onSome: (stream) =>
-            Stream.runForEach(
-              stream,
-              () => Effect.zipRight(Ref.update(stats, (s) => ({ ...s, notified: s.notified + 1 })), bell.ring)
-            )
-        })
-      ], { concurrency: "unbounded", discard: true })
+      Option.match(signals, {
+        onNone: () => Effect.void,
+        onSome: (stream) =>
+          Stream.runForEach(
+            stream,
+            () => Effect.zipRight(Ref.update(stats, (s) => ({ ...s, notified: s.notified + 1 })), bell.ring)
+          )
+      })
     )
 
     yield* Effect.addFinalizer(() =>

@@ -172,10 +172,14 @@ export interface LeaseholdClient {
   readonly listJobs: (filter?: Partial<JobFilter>) => Promise<ReadonlyArray<JobRow>>
   /**
    * Puts every dead job (failed or interrupted) matching `filter` back to pending; how many.
+   * Cancelled jobs too when the filter names them (`status: "cancelled"`, or their `ids`).
    * Rejects with `JobFilterError` for a bad filter (nothing changed).
    */
   readonly retryDead: (filter?: Job.DeadJobsFilter) => Promise<number>
-  /** Deletes every dead job matching `filter`; how many. Rejects with `JobFilterError` for a bad filter. */
+  /**
+   * Deletes every dead job matching `filter` (cancelled ones as `retryDead` takes them); how
+   * many. Rejects with `JobFilterError` for a bad filter.
+   */
   readonly discardDead: (filter?: Job.DeadJobsFilter) => Promise<number>
   /** The recurring jobs' schedules a worker registered, with their last and next slot (`Schedules.list`). */
   readonly listSchedules: () => Promise<ReadonlyArray<ScheduleRow>>

@@ -245,6 +245,37 @@ describe.each(targets)("Promise API on $name", (target) => {
     }
   })
 
+  it("startWorker's retention deletes finished jobs as configured; a bad value rejects with WorkerConfigError", {
+    timeout: 60_000
+  }, async () => {
+    const Fine = defineJob<{ readonly n: number }>({ name: "Fine", perform: () => undefined })
+    const Doomed = defineJob<{ readonly n: number }>({
+      name: "Doomed",
+      maxRetries: 0,
+      perform: () => Promise.reject(new Error("doomed"))
+    })
+    const { lh, done } = await target.open([Fine, Doomed])
+    try {
+      await lh.migrate()
+      await expect(lh.startWorker({ retention: { batchSize: 0 } })).rejects.toMatchObject({
+        name: "WorkerConfigError"
+      })
+      const fine = await lh.enqueue(Fine, { n: 1 })
+      const doomed = await lh.enqueue(Doomed, { n: 2 })
+      // Completed jobs kept no time at all, dead ones for ever; a pass every 100 ms.
+      const worker = await lh.startWorker({
+        pollInterval: "50 millis",
+        retention: { completed: 0, dead: false, interval: "100 millis" }
+      })
+      await until(async () => (await lh.getJob(fine.id)) === undefined)
+      await until(async () => (await lh.getJob(doomed.id))?.status === "failed")
+      await worker.stop()
+      expect((await lh.listJobs()).map((j) => j.id)).toEqual([doomed.id])
+    } finally {
+      await done()
+    }
+  })
+
   it("cancels: a pending job never runs, a running one's heartbeat rejects with JobCancelled; errors are named", {
     timeout: 60_000
   }, async () => {
@@ -279,7 +310,13 @@ describe.each(targets)("Promise API on $name", (target) => {
       await until(async () => (await worker.stats()).cancelled === 1)
       expect(heartbeats).toEqual(["JobCancelled"])
       expect((await lh.getJob(running.id))?.status).toBe("cancelled")
+      expect((await lh.getJob(running.id))?.history).toMatchObject([{ attempt: 1, outcome: "cancelled", error: null }])
       await worker.stop()
+      // cancelled by mistake: dead-job filters take a cancelled job only when they name it
+      expect(await lh.retryDead()).toBe(0)
+      expect(await lh.retryDead({ ids: [pending.id] })).toBe(1)
+      expect(await lh.discardDead({ status: "cancelled" })).toBe(1)
+      expect((await lh.listJobs()).map((j) => [j.id, j.status])).toEqual([[pending.id, "pending"]])
     } finally {
       release()
       await done()

@@ -105,6 +105,18 @@ export const duration = (
   )
 }
 
+/**
+ * How long a kind of row is kept: a duration (as milliseconds; 0 allowed), or `never` (false:
+ * kept for ever). Optional: absent, the worker's default (`default`, for the help text) applies.
+ */
+export const keepFor = (name: string, description: string, help: { readonly default: string }) =>
+  text(name, "duration|never", `${description} \`never\`: kept for ever.`, help).pipe(
+    Options.mapEffect((raw): Effect.Effect<number | false, ValidationError.ValidationError> =>
+      raw.trim().toLowerCase() === "never" ? Effect.succeed(false) : readDuration(name, raw, false)
+    ),
+    Options.optional
+  )
+
 /** A flag: absent is false. */
 export const flag = (name: string, description: string) =>
   Options.boolean(name).pipe(Options.withDescription(description))

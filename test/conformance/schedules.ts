@@ -1,7 +1,7 @@
 /**
  * Recurring jobs (docs/behaviour.md §14) on every adapter: one enqueue per slot however many
- * workers run (passes raced by hand, and long-running workers on the TestClock), the catch-up
- * policies after downtime, registration, and a changed definition. Cron parsing and bad schedules
+ * workers run (passes raced by hand, ticks, and long-running workers on the TestClock), the
+ * catch-up policies after downtime, registration, and a changed definition. Cron parsing and bad schedules
  * are store-free: test/unit/schedules.test.ts.
  */
 import { expect, layer } from "@effect/vitest"
@@ -9,6 +9,7 @@ import { Effect, Exit, Ref, Schema, Scope, TestClock } from "effect"
 import { JobStore } from "../../src/JobStore.ts"
 import { define, JobContext, jobsLayer } from "../../src/runtime/Job.ts"
 import * as Schedules from "../../src/runtime/Schedules.ts"
+import * as Worker from "../../src/runtime/Worker.ts"
 import { type AdapterName, layerFor } from "../support/databases.ts"
 import { eventually, RunLog, withJobs } from "../support/jobs.ts"
 import { startWorker } from "./worker.ts"
@@ -103,6 +104,30 @@ export const scheduleConformance = (adapter: AdapterName) =>
             createdAt: T0
           })
         })
+      )
+    })
+
+    it.effect("an app that only ticks gets its recurring jobs: two ticks at each slot enqueue it once and run it once", () => {
+      const Every10s = scheduled("every10s", "*/10 * * * * *")
+      return withJobs(
+        [Every10s],
+        withLog(Effect.gen(function*() {
+          yield* TestClock.setTime(T0)
+          for (let k = 0; k < 3; k++) {
+            if (k > 0) yield* TestClock.adjust("10 seconds")
+            const ticks = yield* Effect.all([Worker.tick({ host: "a" }), Worker.tick({ host: "b" })], {
+              concurrency: "unbounded"
+            })
+            expect(ticks.map((t) => t.scheduled).sort()).toEqual([0, 1])
+            expect(ticks[0]!.processed + ticks[1]!.processed).toBe(1)
+          }
+          expect((yield* jobsOf("every10s")).map((j) => [j.runAt, j.status])).toEqual(
+            [0, 1, 2].map((k) => [T0 + k * 10 * SECOND, "completed"])
+          )
+          expect(yield* Effect.flatMap(RunLog, Ref.get)).toHaveLength(3)
+          // a tick later in the same slot enqueues nothing
+          expect(yield* Worker.tick({ host: "a" })).toMatchObject({ scheduled: 0, processed: 0 })
+        }))
       )
     })
 

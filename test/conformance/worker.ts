@@ -147,6 +147,7 @@ export const workerConformance = (adapter: AdapterName) =>
             deferred: 0,
             leasesLost: 0,
             reaped: 0,
+            scheduled: 0,
             capped: false,
             draining: false
           })

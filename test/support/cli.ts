@@ -544,6 +544,55 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
       })
     })
 
+    it("worker --retention-…: how long finished jobs are kept, or never; --no-retention deletes nothing", async () => {
+      // Tables of their own: the passes below delete old rows, which other tests' jobs must not be.
+      const prefix = `${target.prefix}keep_`
+      const own = (...args: Array<string>) => run([...args, "--prefix", prefix])
+      expect((await own("migrate")).code).toBe(0)
+      const enqueued = async (name: string, payload: object) =>
+        JSON.parse((await own("enqueue", name, JSON.stringify(payload), "--json")).stdout).id as string
+      const status = async (id: string) =>
+        (await query(`SELECT status FROM ${prefix}jobs WHERE id = '${id}'`))[0]?.status as string | undefined
+      // A worker until `done` (asked every 100 ms, at most 30 s), then stopped; what it wrote on stderr.
+      const work = async (extra: ReadonlyArray<string>, done: (stderr: string) => Promise<boolean>) => {
+        const stop = new AbortController()
+        let stderr = ""
+        const running = run(["worker", "--prefix", prefix, "--poll-interval", "100 millis", ...extra], {
+          signal: stop.signal,
+          onStderr: (text) => void (stderr += text)
+        })
+        for (let i = 0; i < 300 && !(await done(stderr)); i++) await sleep(100)
+        stop.abort()
+        expect((await running).code).toBe(0)
+        return stderr
+      }
+      const DAY = 86_400_000
+      const done = await enqueued("Greet", { name: "kept a while" })
+      const dead = await enqueued("Broken", {})
+      await work(
+        ["--no-retention"],
+        async () => (await status(done)) === "completed" && (await status(dead)) === "failed"
+      )
+      // Finished 5 and 40 days ago: past the default for dead jobs (30 days), not for completed (7).
+      await query(`UPDATE ${prefix}jobs SET completed_at = completed_at - ${5 * DAY} WHERE id = '${done}'`)
+      await query(`UPDATE ${prefix}jobs SET failed_at = failed_at - ${40 * DAY} WHERE id = '${dead}'`)
+      const fresh = await enqueued("Greet", { name: "fresh" })
+      await work(["--no-retention"], async () => (await status(fresh)) === "completed")
+      expect([await status(done), await status(dead)]).toEqual(["completed", "failed"])
+      // Completed jobs a day, dead ones for ever: the old completed job goes, the dead one stays.
+      const log = await work(
+        ["--retention-completed", "1 day", "--retention-dead", "never", "--retention-hosts", "never"],
+        async (stderr) => stderr.includes("retention: deleted")
+      )
+      expect(log).toContain("retention: deleted 1 completed job(s), 0 dead job(s), 0 host row(s)")
+      expect([await status(done), await status(dead), await status(fresh)]).toEqual([undefined, "failed", "completed"])
+      oneLine(
+        await own("worker", "--no-retention", "--retention-dead", "1 day"),
+        1,
+        /--no-retention or --retention-…, not both/
+      )
+    }, 180_000)
+
     it("drain, resume and status: JSON with booleans, null and ISO-8601 times; the table stays friendly", async () => {
       await json("drain", "--host", "h1", "--expires-in", "1 hour")
       const h1 = (await json("status")).hosts.find((h: { host: string }) => h.host === "h1")
@@ -738,6 +787,10 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
         [["worker", "--log-format", "xml"], "--log-format: expected one of logfmt, json, pretty, got 'xml'"],
         [["worker", "--host-cap", "x"], "--host-cap: expected a whole number, got 'x'"],
         [["worker", "--poll-interval", "0"], "--poll-interval: must be above zero: \"0\""],
+        [
+          ["worker", "--retention-dead", "soon"],
+          "--retention-dead: not a duration: \"soon\" (try \"30 seconds\", \"7 days\")"
+        ],
         [["enqueue", "Greet", "--priority", "high"], "--priority: expected a whole number, got 'high'"],
         [["enqueue", "Greet", "--delay", "-5"], "--delay: must not be negative or NaN: \"-5\""],
         [["drain"], "--host: missing (this option is required)"],

@@ -13,6 +13,7 @@ import * as Metrics from "../../runtime/metrics.ts"
 import * as Migrator from "../../runtime/migrate.ts"
 import * as Worker from "../../runtime/Worker.ts"
 import { workerDatabaseLayer } from "../database.ts"
+import { CliError } from "../format.ts"
 import { loadJobs } from "../jobModule.ts"
 import { type LogFormat, textLogger, workerLogger } from "../logging.ts"
 import type { Common } from "../options.ts"
@@ -29,6 +30,27 @@ export interface WorkerConfig extends Common {
   readonly logFormat: Option.Option<LogFormat>
   readonly metricsPort: Option.Option<number>
   readonly metricsHost: string
+  readonly retentionCompleted: Option.Option<number | false>
+  readonly retentionDead: Option.Option<number | false>
+  readonly retentionHosts: Option.Option<number | false>
+  readonly noRetention: boolean
+}
+
+/**
+ * The worker's `retention` option from `--retention-completed`, `--retention-dead`,
+ * `--retention-hosts` (each a duration or never; absent: the default) and `--no-retention`
+ * (off, and not with the others) (docs/behaviour.md §13).
+ */
+export const retentionOf = (c: WorkerConfig): Effect.Effect<Worker.RetentionConfig | false, CliError> => {
+  const kinds = {
+    completed: Option.getOrUndefined(c.retentionCompleted),
+    dead: Option.getOrUndefined(c.retentionDead),
+    hosts: Option.getOrUndefined(c.retentionHosts)
+  }
+  if (!c.noRetention) return Effect.succeed(kinds)
+  return Object.values(kinds).every((v) => v === undefined)
+    ? Effect.succeed(false)
+    : Effect.fail(new CliError({ message: "give --no-retention or --retention-…, not both" }))
 }
 
 /**
@@ -36,11 +58,13 @@ export interface WorkerConfig extends Common {
  * (`workerDatabaseLayer`); an interrupt closes the worker's scope, so running attempts get
  * the grace period to finish (docs/behaviour.md §9). Logs at info and above unless
  * `--log-level` says otherwise (src/cli/main.ts), one line per finished attempt among them, as
- * `--log-format` says (logfmt; JSON lines with `--json`).
+ * `--log-format` says (logfmt; JSON lines with `--json`). Finished jobs and silent hosts are
+ * deleted as the `--retention-…` options say (`retentionOf`).
  */
 export const worker = (c: WorkerConfig) => {
   const format = Option.getOrElse(c.logFormat, (): LogFormat => (c.json ? "json" : "logfmt"))
   return Effect.gen(function*() {
+    const retention = yield* retentionOf(c)
     const types = yield* loadJobs(c.jobs)
     const services = Layer.mergeAll(SqlJobStore.layer({ prefix: c.prefix }), jobsLayer(...types) as Layer.Layer<Jobs>)
     const names = types.map((t) => t.name).join(", ")
@@ -53,7 +77,8 @@ export const worker = (c: WorkerConfig) => {
         host: Option.getOrUndefined(c.host),
         hostCap: c.hostCap,
         pollInterval: c.pollInterval,
-        gracePeriod: c.gracePeriod
+        gracePeriod: c.gracePeriod,
+        retention
       })
       if (Option.isSome(c.metricsPort)) {
         const { port } = yield* Metrics.serve({ port: c.metricsPort.value, host: c.metricsHost })

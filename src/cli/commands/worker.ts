@@ -52,6 +52,25 @@ export const worker = Command.make(
       "grace-period",
       "How long running jobs may take to finish after SIGINT or SIGTERM before they are interrupted.",
       { positive: true, default: "30 seconds" }
+    ),
+    retentionCompleted: opt.keepFor(
+      "retention-completed",
+      "Completed jobs are deleted this long after they completed.",
+      { default: "7 days" }
+    ),
+    retentionDead: opt.keepFor(
+      "retention-dead",
+      "Dead (failed, interrupted) and cancelled jobs are deleted this long after they ended.",
+      { default: "30 days" }
+    ),
+    retentionHosts: opt.keepFor(
+      "retention-hosts",
+      "Host rows not seen for this long are deleted (a draining host's row is kept).",
+      { default: "1 hour" }
+    ),
+    noRetention: opt.flag(
+      "no-retention",
+      "Delete no finished job and no host row (`leasehold jobs purge` still can). Not with --retention-…."
     )
   },
   action(() => import("../actions/worker.ts"), (m) => m.worker)

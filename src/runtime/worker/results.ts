@@ -98,6 +98,8 @@ export interface TickResult {
   readonly deferred: number
   readonly leasesLost: number
   readonly reaped: number
+  /** Jobs it enqueued for recurring jobs' due slots (`Schedules.enqueueDue`). */
+  readonly scheduled: number
   readonly capped: boolean
   readonly draining: boolean
 }
@@ -112,6 +114,7 @@ export const emptyTick = (host: string, reaped: number): TickResult => ({
   deferred: 0,
   leasesLost: 0,
   reaped,
+  scheduled: 0,
   capped: false,
   draining: false
 })

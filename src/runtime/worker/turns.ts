@@ -1,6 +1,7 @@
 /**
  * The worker's turns (docs/behaviour.md §5, §7, §9): reap, claim and run one job (processNext),
- * loop that (processQueue), and one scheduled run for cron-style hosting (tick). Each entry point
+ * loop that (processQueue), and one scheduled run for cron-style hosting (tick), which also
+ * enqueues due recurring jobs. Each entry point
  * checks its options once and passes them down.
  */
 import type { SqlError } from "@effect/sql/SqlError"
@@ -24,6 +25,16 @@ import {
   timeBudget
 } from "./options.ts"
 import { emptyTick, ProcessResult, tallyOf, tickOf, type TickResult } from "./results.ts"
+import { enqueueDue } from "./scheduler.ts"
+
+/**
+ * One pass of the scheduler (./scheduler.ts) for tick: how many jobs it enqueued. A failure is
+ * logged, as the long-running worker's scheduler logs it; the next tick tries again.
+ */
+const dueSchedules: Effect.Effect<number, never, WorkerServices> = enqueueDue.pipe(
+  Effect.map((outcomes) => outcomes.filter((s) => s._tag === "Enqueued").length),
+  Effect.catchAll((error) => Effect.as(Effect.logWarning(`schedules: ${error.message}; the next tick tries again`), 0))
+)
 
 /** Reaps stale rows with checked options; returns how many this call reaped. */
 export const reapWith = (o: Resolved): Effect.Effect<number, SqlError, JobStore | Jobs> =>
@@ -142,9 +153,10 @@ export const processQueue = (
   })
 
 /**
- * One scheduled run (for cron-style hosting): refresh the host row, reap, process up to
- * `maxJobs` attempts (a whole number ≥ 0, default 10; deferrals do not count), refresh the host
- * row again.
+ * One scheduled run (for cron-style hosting): refresh the host row, reap, enqueue the recurring
+ * jobs whose slot is due (`Schedules.enqueueDue`: an app that only ticks has no scheduler fiber;
+ * a failed pass is logged and the tick goes on), process up to `maxJobs` attempts (a whole
+ * number ≥ 0, default 10; deferrals do not count), refresh the host row again.
  */
 export const tick = (
   options: TickOptions = {}
@@ -156,6 +168,7 @@ export const tick = (
     const touch = touchHost(store, o, options.codeVersion)
     yield* touch
     let result = emptyTick(o.host, yield* reapWith(o))
+    result = { ...result, scheduled: yield* dueSchedules }
     const draining = yield* drainState(store, o.host, yield* Clock.currentTimeMillis)
     if (Option.isSome(draining)) {
       result = { ...result, draining: true }

@@ -161,12 +161,17 @@ describe.each(DATABASES)("the dashboard on $name", { timeout: 90_000 }, (databas
     await page.close()
   })
 
-  it("leases and hosts: holders, expiry, drains and gone hosts", async () => {
+  it("leases and hosts: holders, expiry, leases lost recently, drains and gone hosts", async () => {
     const leases = await open(`${dash.url}/leases`)
-    const rows = await leases.page.locator("tbody tr").allTextContents()
+    const rows = await leases.page.locator("main > table tbody tr").allTextContents()
     expect(rows).toHaveLength(2)
     expect(rows.find((r) => r.startsWith("NightlyReport"))).toContain("in 80s")
     expect(rows.find((r) => r.startsWith(XSS.lease))).toContain("expired")
+    // Recently lost, newest first, each linking to its run's job.
+    const lost = leases.page.locator("#lost tbody tr")
+    expect(await lost.locator("td:nth-child(2)").allTextContents()).toEqual([XSS.lease, "key:acct-1042"])
+    expect(await lost.locator("td:last-child").allTextContents()).toEqual(["timed out", "ended"])
+    expect(await lost.locator("td:nth-child(3) a").first().getAttribute("href")).toBe(`/jobs/${XSS_ID}`)
     await onlyOurMarkup(leases.page)
     await shot(leases.page, "leases")
     expect(leases.problems).toEqual([])

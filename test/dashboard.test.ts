@@ -113,13 +113,49 @@ describe("the handler", () => {
     expect(res.body).toContain(`href="/jobs?type=${encodeURIComponent(XSS.type)}"`)
   })
 
-  it("says so when there are no schedules", async () => {
+  it("lists the recently lost leases, newest first, with their runs, as text", async () => {
+    const res = await serve(request("GET", "/leases"))
+    const lost = res.body.split(`<section id="lost">`)[1]!.split("</section>")[0]!
+    const rows = [...lost.matchAll(/<tr><td>(.*?)<\/td><\/tr>/gs)].map((m) =>
+      m[1]!.split("</td><td>").map((cell) => cell.replace(/<[^>]+>/g, ""))
+    )
+    expect(rows).toEqual([
+      [
+        "3m ago",
+        escapeHtml(XSS.lease),
+        XSS_ID,
+        escapeHtml(XSS.type),
+        "1",
+        escapeHtml(XSS.host),
+        "3",
+        "nobody",
+        "timed out"
+      ],
+      [
+        "25m ago",
+        "key:acct-1042",
+        "00000000-0000-4000-8000-000000000042",
+        "SendReceipt",
+        "1",
+        "worker-a",
+        "17",
+        "token-000000000043",
+        "ended"
+      ]
+    ])
+    expect(lost).toContain(`href="/jobs/${XSS_ID}"`)
+    expect(res.body.match(/<script/g)).toHaveLength(1)
+  })
+
+  it("says so when there are no schedules or lost leases", async () => {
     const empty = ManagedRuntime.make(Layer.merge(services, Layer.setClock(fixedClock(Clock.make()))))
     try {
       await empty.runPromise(Effect.flatMap(MemoryDatabase, (db) => Migrator.makeMemory(db).run))
       const res = await empty.runPromise(handle({ base: "" })(request("GET", "/schedules")))
       expect(res.status).toBe(200)
       expect(res.body).toContain(`<p class="empty">No schedules: a job type gets one with Job.define`)
+      const leases = await empty.runPromise(handle({ base: "" })(request("GET", "/leases")))
+      expect(leases.body).toContain(`<p class="empty">No lease lost recently.</p>`)
     } finally {
       await empty.dispose()
     }

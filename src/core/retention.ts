@@ -11,13 +11,16 @@ export interface RetentionPolicy {
   readonly deadMs: number | null
   /** Host rows, from `last_seen_at` (draining hosts are kept). */
   readonly hostsMs: number | null
+  /** Lost-lease records, from `lost_at` (and never more than `MAX_LOST_LEASES`: src/core/lostLeases.ts). */
+  readonly lostLeasesMs: number | null
 }
 
-/** The defaults: completed jobs 7 days, dead jobs 30 days, hosts an hour. */
+/** The defaults: completed jobs 7 days, dead jobs 30 days, hosts an hour, lost-lease records 7 days. */
 export const DEFAULT_RETENTION: RetentionPolicy = {
   completedMs: 7 * 86_400_000,
   deadMs: 30 * 86_400_000,
-  hostsMs: 3_600_000
+  hostsMs: 3_600_000,
+  lostLeasesMs: 7 * 86_400_000
 }
 
 /** Rows one retention statement deletes at most, by default. */
@@ -33,5 +36,6 @@ export const MAX_RETENTION_BATCHES = 10
 export const retentionCutoffs = (p: RetentionPolicy, now: number) => ({
   completedBefore: p.completedMs === null ? null : now - p.completedMs,
   deadBefore: p.deadMs === null ? null : now - p.deadMs,
-  hostsSeenBefore: p.hostsMs === null ? null : now - p.hostsMs
+  hostsSeenBefore: p.hostsMs === null ? null : now - p.hostsMs,
+  lostLeasesBefore: p.lostLeasesMs === null ? null : now - p.lostLeasesMs
 })

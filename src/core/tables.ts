@@ -41,6 +41,8 @@ export interface TableNames {
   readonly migrations: string
   /** One row per scheduled job type: its cron and the last slot enqueued (migration 8). */
   readonly schedules: string
+  /** One row per lease a run lost, bounded by retention (migration 10; src/core/lostLeases.ts). */
+  readonly lostLeases: string
   /** The PostgreSQL LISTEN/NOTIFY channel that wakes idle workers (at most 63 bytes). */
   readonly channel: string
 }
@@ -66,6 +68,7 @@ export const tableNames = (prefix: string = DEFAULT_PREFIX): TableNames => {
     migrationLocks: checkIdentifier(`${prefix}migration_locks`),
     migrations: checkIdentifier(`${prefix}migrations`),
     schedules: checkIdentifier(`${prefix}schedules`),
+    lostLeases: checkIdentifier(`${prefix}lost_leases`),
     channel: `${prefix}jobs`.slice(0, 63)
   }
 }

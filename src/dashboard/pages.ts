@@ -6,6 +6,7 @@
 import { Clock, Effect, Option } from "effect"
 import { MINUTE_MS, minuteOf } from "../core/browse.ts"
 import { type AttemptOutcome, MAX_HISTORY } from "../core/history.ts"
+import { MAX_LOST_LEASES, RECENT_LOST_LEASES } from "../core/lostLeases.ts"
 import { isDraining, isGone } from "../core/hosts.ts"
 import { JOB_STATUSES, type JobStatus } from "../core/jobs.ts"
 import { isExpired, type LeaseRow } from "../core/lease.ts"
@@ -422,17 +423,48 @@ export const job = (ctx: PageContext, id: string) =>
 // ---------------------------------------------------------------------------------------------
 // Leases
 
-/** `/leases`: every lease of exclusive jobs and concurrency keys, who holds it and for how long. */
+/** The recently lost leases and their runs; a database not migrated to 10 yet has no record to show. */
+const lostTable = (ctx: PageContext, now: number) =>
+  Effect.map(
+    Effect.either(Effect.flatMap(JobStore, (store) => store.lostLeases(RECENT_LOST_LEASES))),
+    (read) =>
+      read._tag === "Left"
+        ? html`<p class="empty">Not recorded on this database yet: run <code>leasehold migrate</code> (migration 10).</p>`
+        : table(
+          ["lost", "lease", "job", "type", "attempt", "host", "fencing token", "taken by", "detected when the run"],
+          read.right.map((l) => [
+            when(l.lostAt, now),
+            html`<span class="mono">${l.leaseName}</span>`,
+            jobLink(ctx, l.jobId),
+            l.jobName,
+            l.attempt,
+            l.host,
+            l.fencingToken === null ? null : String(l.fencingToken),
+            l.holder === null ? html`<span class="none">nobody</span>` : html`<span class="mono">${l.holder}</span>`,
+            l.detected
+          ]),
+          "No lease lost recently."
+        )
+  )
+
+/**
+ * `/leases`: every lease of exclusive jobs and concurrency keys, who holds it and for how long;
+ * then the leases runs lost recently, and which runs.
+ */
 export const leases = (ctx: PageContext) =>
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     const rows = yield* readLeases
+    const lost = yield* lostTable(ctx, now)
     return {
       title: "Leases",
       refresh: REFRESH_MS,
       body: html`<h1>Leases</h1>
 <p class="note">Held by running jobs of exclusive types and concurrency keys; the owner is the attempt's claim token. An expired lease is free for the next job to take.</p>
-${leaseTable(ctx, rows, now, "No leases held.")}`
+${leaseTable(ctx, rows, now, "No leases held.")}
+<h2>Recently lost</h2>
+<p class="note">A run whose lease expired and was taken by another before it ended may have overlapped that run. The last ${RECENT_LOST_LEASES} are shown; retention keeps 7 days (and at most ${MAX_LOST_LEASES}).</p>
+<section id="lost">${lost}</section>`
     } satisfies Page
   })
 

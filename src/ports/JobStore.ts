@@ -25,6 +25,7 @@ import type {
   NewJob,
   QueueDepth
 } from "../core/model.ts"
+import type { LostLeaseRow } from "../core/lostLeases.ts"
 import type { TableNames } from "../core/tables.ts"
 import type { LeaseLockApi } from "./LeaseLock.ts"
 
@@ -153,6 +154,15 @@ export interface JobStoreApi {
   /** Marks the host draining until `expiresAt` (null: no expiry). */
   readonly drain: (host: string, now: number, expiresAt: number | null) => Effect.Effect<void, SqlError>
   readonly resume: (host: string, now: number) => Effect.Effect<void, SqlError>
+  /** Records a lease a run lost (src/core/lostLeases.ts). */
+  readonly recordLostLease: (row: LostLeaseRow) => Effect.Effect<void, SqlError>
+  /** The `limit` most recently lost leases, newest first. */
+  readonly lostLeases: (limit: number) => Effect.Effect<ReadonlyArray<LostLeaseRow>, SqlError>
+  /**
+   * Deletes lost-lease records lost before `before` (null: none for age), and all but the
+   * newest `keep` (ties at the cut kept); how many.
+   */
+  readonly pruneLostLeases: (before: number | null, keep: number) => Effect.Effect<number, SqlError>
 }
 
 /** The JobStore service. */

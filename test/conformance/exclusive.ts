@@ -314,6 +314,20 @@ export const exclusiveConformance = (adapter: AdapterName) =>
             expect(outcome).toMatchObject({ _tag: "Completed", leaseLost: true, job: { id } })
             expect((yield* row(id)).status).toBe("completed")
             expect(Option.getOrThrow(yield* lease("key:acct-a1"))).toMatchObject({ owner: "thief", host: "host-2" })
+            // Recorded with its run, for the dashboard's "recently lost".
+            const lost = yield* (yield* JobStore).lostLeases(10)
+            expect(lost).toEqual([{
+              id: expect.any(String),
+              leaseName: "key:acct-a1",
+              jobId: id,
+              jobName: "SlowSync",
+              attempt: 1,
+              host: "host-1",
+              fencingToken: expect.any(BigInt),
+              holder: "thief",
+              lostAt: T0,
+              detected: "ended"
+            }])
           })
         )
       }))
@@ -354,6 +368,16 @@ export const exclusiveConformance = (adapter: AdapterName) =>
               job: { id }
             })
             expect(Option.getOrThrow(yield* lease("job:Stuck"))).toMatchObject({ owner: "thief", host: "host-2" })
+            expect(yield* (yield* JobStore).lostLeases(10)).toMatchObject([{
+              leaseName: "job:Stuck",
+              jobId: id,
+              jobName: "Stuck",
+              attempt: 1,
+              host: "host-1",
+              holder: "thief",
+              lostAt: T0 + 10 * SECOND,
+              detected: "timed out"
+            }])
           })
         )
       }))

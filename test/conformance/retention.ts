@@ -99,6 +99,60 @@ export const retentionConformance = (adapter: AdapterName) =>
         })
       ))
 
+    it.effect("lost-lease records: newest first; retention drops those past 7 days and all but the newest 1,000", () =>
+      withJobs(
+        [],
+        Effect.gen(function*() {
+          const store = yield* JobStore
+          yield* store.pruneLostLeases(Number.MAX_SAFE_INTEGER, 1)
+          const record = (i: number) =>
+            store.recordLostLease({
+              id: `00000000-0000-4000-8000-00000000100${i}`,
+              leaseName: `job:Lost${i}`,
+              jobId: `00000000-0000-4000-8000-00000000200${i}`,
+              jobName: "Lost",
+              attempt: i + 1,
+              host: i === 0 ? null : `host-${i}`,
+              fencingToken: i === 0 ? null : BigInt(40 + i),
+              holder: i === 0 ? null : "thief",
+              lostAt: T0 + i * DAY,
+              detected: i % 2 === 0 ? "ended" : "timed out"
+            })
+          for (let i = 0; i < 5; i++) yield* record(i)
+          const names = Effect.map(store.lostLeases(10), (rows) => rows.map((r) => r.leaseName))
+          expect((yield* store.lostLeases(3)).map((r) => r.leaseName)).toEqual(["job:Lost4", "job:Lost3", "job:Lost2"])
+          expect((yield* store.lostLeases(10))[3]).toEqual({
+            id: "00000000-0000-4000-8000-000000001001",
+            leaseName: "job:Lost1",
+            jobId: "00000000-0000-4000-8000-000000002001",
+            jobName: "Lost",
+            attempt: 2,
+            host: "host-1",
+            fencingToken: 41n,
+            holder: "thief",
+            lostAt: T0 + DAY,
+            detected: "timed out"
+          })
+          expect((yield* store.lostLeases(10))[4]).toMatchObject({ host: null, fencingToken: null, holder: null })
+          // Only the newest 3 kept.
+          expect(yield* store.pruneLostLeases(null, 3)).toBe(2)
+          expect(yield* names).toEqual(["job:Lost4", "job:Lost3", "job:Lost2"])
+          // A pass 7 days and a millisecond after Lost2 was lost drops it (the default window).
+          yield* TestClock.setTime(T0 + 9 * DAY + 1)
+          expect(yield* Worker.runRetention({ completed: false, dead: false, hosts: false })).toEqual({
+            completed: 0,
+            dead: 0,
+            hosts: 0,
+            lostLeases: 1
+          })
+          expect(yield* names).toEqual(["job:Lost4", "job:Lost3"])
+          // Kept for ever by age, yet never more than 1,000.
+          yield* TestClock.setTime(T0 + 400 * DAY)
+          expect((yield* Worker.runRetention({ lostLeases: false })).lostLeases).toBe(0)
+          expect(yield* names).toEqual(["job:Lost4", "job:Lost3"])
+        })
+      ))
+
     it.effect("retention is configurable or off", () =>
       withJobs(
         [Fine, Doomed],
@@ -109,14 +163,15 @@ export const retentionConformance = (adapter: AdapterName) =>
           yield* TestClock.setTime(T0 + 40 * DAY)
           // Off: nothing is deleted, not even by a worker.
           const off = yield* startWorker({ host: "w", retention: false })
-          expect(yield* Worker.runRetention(false)).toEqual({ completed: 0, dead: 0, hosts: 0 })
+          expect(yield* Worker.runRetention(false)).toEqual({ completed: 0, dead: 0, hosts: 0, lostLeases: 0 })
           yield* Scope.close(off.scope, Exit.void)
           expect((yield* statuses).length).toBe(3)
           // One kind only, once, as a scheduler would run it.
           expect(yield* Worker.runRetention({ completed: "1 day", dead: false, hosts: false })).toEqual({
             completed: 2,
             dead: 0,
-            hosts: 0
+            hosts: 0,
+            lostLeases: 0
           })
           expect(yield* statuses).toEqual(["doomed:failed"])
           expect(yield* hostNames).toEqual(["w"])

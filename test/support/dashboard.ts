@@ -51,7 +51,7 @@ export const SEEDED_JOBS = 79
 /**
  * Writes the jobs, hosts and leases the pages show, under migrated tables: 60 jobs finished
  * over the last hour (some dead), pending, processing (one holding a lease), an expired lease,
- * hosts running, draining and gone, and three schedules.
+ * hosts running, draining and gone, two lost leases, and three schedules.
  */
 export const seed = Effect.gen(function*() {
   const store = yield* JobStore
@@ -183,6 +183,31 @@ export const seed = Effect.gen(function*() {
       now: NOW - (79 - n) * 1000
     })
   }
+  // Leases lost: one by a run that ended, one (hostile) by a run that timed out.
+  yield* store.recordLostLease({
+    id: "00000000-0000-4000-8000-0000000010a1",
+    leaseName: "key:acct-1042",
+    jobId: id(42),
+    jobName: types[42 % 3]!,
+    attempt: 1,
+    host: "worker-a",
+    fencingToken: 17n,
+    holder: "token-000000000043",
+    lostAt: NOW - 25 * MINUTE_MS,
+    detected: "ended"
+  })
+  yield* store.recordLostLease({
+    id: "00000000-0000-4000-8000-0000000010a2",
+    leaseName: XSS.lease,
+    jobId: XSS_ID,
+    jobName: XSS.type,
+    attempt: 1,
+    host: XSS.host,
+    fencingToken: 3n,
+    holder: null,
+    lostAt: NOW - 3 * MINUTE_MS,
+    detected: "timed out"
+  })
   // Schedules: one handled on time, one whose next slot is due (no worker ran since), one hostile.
   const schedules = yield* ScheduleStore
   const at = (iso: string) => Date.parse(iso)

@@ -123,10 +123,10 @@ export const dropPrefixed = (prefix: string) =>
     }
   }).pipe(Effect.orDie)
 
-/** The tables `clearJobTables` empties (docs/behaviour.md §1: jobs, hosts, job locks; §14: schedules). */
+/** The tables `clearJobTables` empties (docs/behaviour.md §1: jobs, hosts, job locks; §14: schedules; lost leases). */
 const clearedTables = (prefix: string) => {
   const t = tableNames(prefix)
-  return [t.jobLocks, t.hosts, t.jobs, t.schedules]
+  return [t.jobLocks, t.hosts, t.jobs, t.schedules, t.lostLeases]
 }
 
 /** The shared job-table prefix under a layer's own prefix (no `db.table` name ends this way). */

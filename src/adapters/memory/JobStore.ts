@@ -51,6 +51,7 @@ import { MemoryDatabase, type MemoryDatabaseApi, modifyTable } from "./database.
 import { makeMemoryLeaseLock } from "./LeaseLock.ts"
 import { memoryScheduleStoreLayer } from "./ScheduleStore.ts"
 import type { ScheduleStore } from "../../ports/ScheduleStore.ts"
+import type { LostLeaseRow } from "../../core/lostLeases.ts"
 
 const byName = <A>(key: (a: A) => string) => (a: A, b: A) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0)
 
@@ -80,6 +81,12 @@ export const makeMemoryJobStore = (
   const hostsTable = <A>(f: (rows: ReadonlyMap<string, HostRow>) => readonly [A, ReadonlyMap<string, HostRow>?]) =>
     modifyTable(db, tables.hosts, f)
   const put = <V>(rows: ReadonlyMap<string, V>, key: string, row: V) => new Map(rows).set(key, row)
+  const lostTable = <A>(
+    f: (rows: ReadonlyMap<string, LostLeaseRow>) => readonly [A, ReadonlyMap<string, LostLeaseRow>?]
+  ) => modifyTable(db, tables.lostLeases, f)
+  // Newest first, as the SQL stores order them.
+  const newestLost = (rows: ReadonlyMap<string, LostLeaseRow>) =>
+    [...rows.values()].sort((a, b) => b.lostAt - a.lostAt || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
 
   /** Applies `change` to one row if `guard` holds; true when it changed. */
   const update = (id: string, guard: (row: JobRow) => boolean, change: (row: JobRow) => JobRow) =>
@@ -323,7 +330,20 @@ export const makeMemoryJobStore = (
     drain: (host, now, expiresAt) =>
       upsertHost(host, now, (r) => ({ ...r, draining: true, drainExpiresAt: expiresAt, lastSeenAt: now })),
     resume: (host, now) =>
-      upsertHost(host, now, (r) => ({ ...r, draining: false, drainExpiresAt: null, lastSeenAt: now }))
+      upsertHost(host, now, (r) => ({ ...r, draining: false, drainExpiresAt: null, lastSeenAt: now })),
+    recordLostLease: (row) => lostTable((rows) => [undefined, put(rows, row.id, row)]),
+    lostLeases: (limit) => lostTable((rows) => [newestLost(rows).slice(0, limit)]),
+    pruneLostLeases: (before, keep) =>
+      lostTable((rows) => {
+        const cut = Math.max(
+          before ?? Number.NEGATIVE_INFINITY,
+          newestLost(rows)[keep - 1]?.lostAt ?? Number.NEGATIVE_INFINITY
+        )
+        const gone = [...rows.values()].filter((r) => r.lostAt < cut)
+        const next = new Map(rows)
+        for (const r of gone) next.delete(r.id)
+        return [gone.length, next]
+      })
   })
 }
 

@@ -25,7 +25,7 @@ import { applyClaim, claimStateOf, keyFreed, showsOutcome } from "../../core/tra
 import { type InsertResult, JobLeases, JobStore, type JobStoreApi } from "../../ports/JobStore.ts"
 import { rememberingTable } from "../jobLeases.ts"
 import { makeBatcher } from "./batching.ts"
-import { decodeHostRow, decodeJobRow, decodeLeaseRow, decodeUniqueUntil, int } from "./decode.ts"
+import { decodeHostRow, decodeJobRow, decodeLeaseRow, decodeLostLeaseRow, decodeUniqueUntil, int } from "./decode.ts"
 import { dialectOf } from "./dialects.ts"
 import { jobStatements } from "./jobStatements.ts"
 import * as ScheduleStoreAdapter from "./ScheduleStore.ts"
@@ -529,7 +529,19 @@ export const make = (
       drain: (host, now, expiresAt) =>
         Effect.zipRight(changed(s.ensureHost(host, now)), Effect.asVoid(changed(s.drain(host, now, expiresAt)))),
       resume: (host, now) =>
-        Effect.zipRight(changed(s.ensureHost(host, now)), Effect.asVoid(changed(s.resume(host, now))))
+        Effect.zipRight(changed(s.ensureHost(host, now)), Effect.asVoid(changed(s.resume(host, now)))),
+      recordLostLease: (row) =>
+        retryTransient(dialect, "record lost lease", Effect.asVoid(changed(s.insertLostLease(row)))),
+      lostLeases: (limit) => Effect.map(rows(s.recentLostLeases(limit)), (r) => r.map(decodeLostLeaseRow)),
+      // The cut is the older of the age and the count cut-offs' rows: whichever keeps fewer.
+      pruneLostLeases: (before, keep) =>
+        Effect.gen(function*() {
+          const cut = yield* first(s.lostLeaseCut(keep), (r) => decodeEpochMs(r.lost_at))
+          const at = Math.max(before ?? Number.NEGATIVE_INFINITY, Option.getOrElse(cut, () => Number.NEGATIVE_INFINITY))
+          return at === Number.NEGATIVE_INFINITY
+            ? 0
+            : yield* retryTransient(dialect, "prune lost leases", write(s.pruneLostLeases(at)))
+        })
     })
   })
 

@@ -3,6 +3,7 @@ import { decodeHistory } from "../../core/history.ts"
 import { decodeEpochMs, type LeaseRow } from "../../core/lease.ts"
 import type { JobStatus } from "../../core/jobs.ts"
 import type { HostRow, JobRow, UniqueUntil } from "../../core/model.ts"
+import type { LostLeaseDetected, LostLeaseRow } from "../../core/lostLeases.ts"
 
 /** A count or INT column as a number (drivers may return a string or a bigint). */
 export const int = (v: unknown): number => Number(v)
@@ -61,4 +62,18 @@ export const decodeLeaseRow = (row: Record<string, unknown>): LeaseRow => ({
   host: row.lockhost === null || row.lockhost === undefined ? null : String(row.lockhost),
   acquiredAt: decodeEpochMs(row.acquiredat),
   expiresAt: decodeEpochMs(row.expiresat)
+})
+
+/** Decodes a lost-lease row (migration 10) from any driver (BIGINT as string, number or bigint). */
+export const decodeLostLeaseRow = (r: Record<string, unknown>): LostLeaseRow => ({
+  id: String(r.id),
+  leaseName: String(r.lease_name),
+  jobId: String(r.job_id),
+  jobName: String(r.job_name),
+  attempt: int(r.attempt),
+  host: strOrNull(r.host),
+  fencingToken: r.fencing_token === null || r.fencing_token === undefined ? null : BigInt(String(r.fencing_token)),
+  holder: strOrNull(r.holder),
+  lostAt: decodeEpochMs(r.lost_at),
+  detected: String(r.detected) as LostLeaseDetected
 })

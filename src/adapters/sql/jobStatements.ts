@@ -14,6 +14,7 @@ import type {
   NewJob,
   Outcome
 } from "../../core/model.ts"
+import type { LostLeaseRow } from "../../core/lostLeases.ts"
 import type { TableNames } from "../../core/tables.ts"
 import { attemptOutcomeOf, outcomeError, REAPED_DEAD, REAPED_RETRY } from "../../core/transitions.ts"
 import {
@@ -36,6 +37,7 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
   const jobs = new RawSql(dialect.syntax.quote(checkIdentifier(tables.jobs)))
   const hosts = new RawSql(dialect.syntax.quote(checkIdentifier(tables.hosts)))
   const jobLocks = new RawSql(dialect.syntax.quote(checkIdentifier(tables.jobLocks)))
+  const lostLeases = new RawSql(dialect.syntax.quote(checkIdentifier(tables.lostLeases)))
   const c: JobSqlContext = {
     sql,
     jobs,
@@ -290,6 +292,17 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
     drain: (host: string, now: number, expiresAt: number | null) =>
       sql`UPDATE ${hosts} SET draining = 1, drain_expires_at = ${expiresAt}, last_seen_at = ${now} WHERE host = ${host}`,
     resume: (host: string, now: number) =>
-      sql`UPDATE ${hosts} SET draining = 0, drain_expires_at = NULL, last_seen_at = ${now} WHERE host = ${host}`
+      sql`UPDATE ${hosts} SET draining = 0, drain_expires_at = NULL, last_seen_at = ${now} WHERE host = ${host}`,
+    // Lost leases (migration 10); the token as text, which every database converts to its BIGINT.
+    insertLostLease: (r: LostLeaseRow) =>
+      sql`INSERT INTO ${lostLeases} (id, lease_name, job_id, job_name, attempt, host, fencing_token, holder, lost_at, detected) VALUES (${r.id}, ${r.leaseName}, ${r.jobId}, ${r.jobName}, ${r.attempt}, ${r.host}, ${
+        r.fencingToken === null ? null : String(r.fencingToken)
+      }, ${r.holder}, ${r.lostAt}, ${r.detected})`,
+    recentLostLeases: (limit: number) =>
+      sql`SELECT * FROM ${lostLeases} ORDER BY lost_at DESC, id DESC LIMIT ${literalInt(limit)}`,
+    /** The `lost_at` of the `keep`-th newest record (none: fewer records). */
+    lostLeaseCut: (keep: number) =>
+      sql`SELECT lost_at FROM ${lostLeases} ORDER BY lost_at DESC LIMIT 1 OFFSET ${literalInt(keep - 1)}`,
+    pruneLostLeases: (before: number) => sql`DELETE FROM ${lostLeases} WHERE lost_at < ${before}`
   }
 }

@@ -20,7 +20,7 @@ import type { AppliedMigration, Migration, SchemaDialect, SchemaStep } from "../
 import type { Dialect } from "./dialect.ts"
 import { leaseStatements } from "./leaseStatements.ts"
 import { type DialectSchema, quotedTables } from "./schemaNames.ts"
-import { RawSql, type Statement, sqlFor } from "./statement.ts"
+import { checkIdentifier, RawSql, type Statement, sqlFor } from "./statement.ts"
 
 export { indexName } from "./schemaNames.ts"
 export type { AppliedMigration, Migration, SchemaDialect, SchemaStep } from "../../ports/MigrationStore.ts"
@@ -249,6 +249,37 @@ export const addTraceContext: Migration = {
   memoryTables: () => []
 }
 
+// ---------------------------------------------------------------------------------------------
+// Migration 10: the record of lost leases (src/core/lostLeases.ts).
+//
+// One row per lease a run lost, written by the worker where it finds the loss
+// (src/runtime/worker/outcome.ts `reportLeaseLost`), read newest first by the dashboard. Retention
+// keeps it small (at most `MAX_LOST_LEASES` rows), so `lost_at` needs no index.
+
+/** Migration 10: the lost-leases table (the same columns everywhere, in each dialect's types). */
+export const createLostLeases: Migration = {
+  id: 10,
+  name: "record of lost leases",
+  statements: (dialect, t) => {
+    const { bigint, tableOptions } = schemas[dialect]
+    const syntax = dialects[dialect].syntax
+    const type = new RawSql(bigint)
+    return [sqlFor(syntax)`CREATE TABLE IF NOT EXISTS ${new RawSql(syntax.quote(checkIdentifier(t.lostLeases)))} (
+  id VARCHAR(36) NOT NULL PRIMARY KEY,
+  lease_name VARCHAR(255) NOT NULL,
+  job_id VARCHAR(36) NOT NULL,
+  job_name VARCHAR(255) NOT NULL,
+  attempt INT NOT NULL,
+  host VARCHAR(255) NULL,
+  fencing_token ${type} NULL,
+  holder VARCHAR(255) NULL,
+  lost_at ${type} NOT NULL,
+  detected VARCHAR(16) NOT NULL
+)${new RawSql(tableOptions)}`]
+  },
+  memoryTables: (t) => [t.lostLeases]
+}
+
 /** leasehold's migrations, in the order they apply. Append new ones; never edit an applied one. */
 export const migrations: ReadonlyArray<Migration> = [
   createJobTables,
@@ -259,7 +290,8 @@ export const migrations: ReadonlyArray<Migration> = [
   addUniqueScope,
   addAttemptHistory,
   createSchedules,
-  addTraceContext
+  addTraceContext,
+  createLostLeases
 ]
 
 // ---------------------------------------------------------------------------------------------

@@ -189,7 +189,7 @@ const runAttempt = (
 
     // Record the outcome, fenced on the claim token. The lease goes with it, except after a
     // timeout: perform may still be running, so the lease is left to expire.
-    const release = timedOut ? undefined : held?.name
+    const release = timedOut ? undefined : held
     let result: ProcessResult
     if (failedWith((e) => e instanceof JobCancelled)) {
       yield* logCancelled("perform stopped at a heartbeat")
@@ -206,7 +206,7 @@ const runAttempt = (
     }
 
     // Jobs wait on the key's own name; the store handed off to the released slot's name only.
-    if (release !== undefined && release !== leaseName && leaseName !== undefined) {
+    if (release !== undefined && release.name !== leaseName && leaseName !== undefined) {
       yield* Effect.ignoreLogged(Effect.flatMap(Clock.currentTimeMillis, (now) => store.handOff(leaseName, now)))
     }
 
@@ -215,7 +215,8 @@ const runAttempt = (
       const owner = yield* Effect.orElseSucceed(leases.ownerOf(held.name), () => Option.some(token))
       if (!Option.contains(owner, token)) {
         result = yield* reportLeaseLost(result, {
-          lease: held.name,
+          job,
+          lease: held,
           token,
           holder: Option.getOrNull(owner),
           when: "timed out"

@@ -14,6 +14,7 @@ import {
   type RetentionPolicy,
   retentionCutoffs
 } from "../../core/retention.ts"
+import { MAX_LOST_LEASES } from "../../core/lostLeases.ts"
 import { JobStore, type JobStoreApi } from "../../ports/JobStore.ts"
 
 /**
@@ -28,6 +29,11 @@ export interface RetentionConfig {
   readonly dead?: Duration.DurationInput | false | undefined
   /** Host rows not seen for this long, unless draining (default "1 hour"). */
   readonly hosts?: Duration.DurationInput | false | undefined
+  /**
+   * Records of lost leases (the dashboard's "recently lost"), from their loss (default "7 days");
+   * whatever this says, only the newest 1,000 are kept.
+   */
+  readonly lostLeases?: Duration.DurationInput | false | undefined
   /** How often a pass runs (default "10 minutes"); the first runs when the worker starts. */
   readonly interval?: Duration.DurationInput | undefined
   /** Rows one statement deletes at most: 1 to 100,000 (default 1,000); a pass runs at most 10 of each kind. */
@@ -47,6 +53,8 @@ export interface RetentionTally {
   /** Dead and cancelled jobs. */
   readonly dead: number
   readonly hosts: number
+  /** Lost-lease records. */
+  readonly lostLeases: number
 }
 
 const refuse = (field: string, reason: string) => Effect.fail(new WorkerConfigError({ field, reason }))
@@ -76,7 +84,8 @@ export const resolveRetention = (
     const policy: RetentionPolicy = {
       completedMs: yield* keep("completed", c.completed, DEFAULT_RETENTION.completedMs),
       deadMs: yield* keep("dead", c.dead, DEFAULT_RETENTION.deadMs),
-      hostsMs: yield* keep("hosts", c.hosts, DEFAULT_RETENTION.hostsMs)
+      hostsMs: yield* keep("hosts", c.hosts, DEFAULT_RETENTION.hostsMs),
+      lostLeasesMs: yield* keep("lostLeases", c.lostLeases, DEFAULT_RETENTION.lostLeasesMs)
     }
     const interval = parsePositiveMillis(c.interval ?? "10 minutes")
     if (Either.isLeft(interval)) return yield* refuse("retention.interval", interval.left)
@@ -101,7 +110,9 @@ const batches = (size: number, batch: Effect.Effect<number, SqlError>) =>
 
 /**
  * One retention pass at the current time: completed jobs, dead (and cancelled) jobs, then host
- * rows past their retention are deleted, each kind in batches of `batchSize` rows, oldest first.
+ * rows past their retention are deleted, each kind in batches of `batchSize` rows, oldest first;
+ * then lost-lease records past theirs, and all but the newest `MAX_LOST_LEASES` (one statement:
+ * there are never many).
  */
 export const retentionPass = (
   store: JobStoreApi,
@@ -123,7 +134,8 @@ export const retentionPass = (
       )
     )
     const hosts = cut.hostsSeenBefore === null ? 0 : yield* store.pruneHosts(cut.hostsSeenBefore, now)
-    return { completed, dead, hosts }
+    const lostLeases = yield* store.pruneLostLeases(cut.lostLeasesBefore, MAX_LOST_LEASES)
+    return { completed, dead, hosts, lostLeases }
   })
 
 /**
@@ -135,9 +147,9 @@ export const retentionLoop = (store: JobStoreApi, r: ResolvedRetention): Effect.
     Effect.zipRight(
       Effect.catchAll(
         Effect.tap(retentionPass(store, r), (t) =>
-          t.completed + t.dead + t.hosts > 0
+          t.completed + t.dead + t.hosts + t.lostLeases > 0
             ? Effect.logInfo(
-              `retention: deleted ${t.completed} completed job(s), ${t.dead} dead job(s), ${t.hosts} host row(s)`
+              `retention: deleted ${t.completed} completed job(s), ${t.dead} dead job(s), ${t.hosts} host row(s), ${t.lostLeases} lost-lease record(s)`
             )
             : Effect.void),
         (error) => Effect.logWarning("retention pass failed; trying again next interval", error)
@@ -155,6 +167,6 @@ export const runRetention = (
 ): Effect.Effect<RetentionTally, SqlError | WorkerConfigError, JobStore> =>
   Effect.gen(function*() {
     const r = yield* resolveRetention(config)
-    if (r === undefined) return { completed: 0, dead: 0, hosts: 0 }
+    if (r === undefined) return { completed: 0, dead: 0, hosts: 0, lostLeases: 0 }
     return yield* retentionPass(yield* JobStore, r)
   })

@@ -4,10 +4,13 @@
  * taken over reported in one place, `reportLeaseLost`.
  */
 import { Cause, Clock, Effect, Either, Option } from "effect"
+import { randomUUID } from "node:crypto"
 import { type BackoffOptions, cutError, decideFailure } from "../../core/jobs.ts"
+import type { LostLeaseDetected } from "../../core/lostLeases.ts"
 import type { JobRow, Outcome } from "../../core/model.ts"
 import { JobLeases, JobStore } from "../../ports/JobStore.ts"
 import type { LeaseLockApi } from "../../ports/LeaseLock.ts"
+import type { HeldLease } from "../Job.ts"
 import { jobRef, ProcessResult, withLeaseLost } from "./results.ts"
 
 /** A failure as `last_error` records it: `Tag: message` for errors, else the value or the cause. */
@@ -33,25 +36,48 @@ export const holderOf = (leases: LeaseLockApi, name: string): Effect.Effect<stri
 
 /** A lease found taken over when its run ended (or timed out). */
 export interface LostLease {
-  readonly lease: string
+  /** The attempt's claimed row. */
+  readonly job: JobRow
+  /** The lease as the attempt took it. */
+  readonly lease: Held
   /** This attempt's claim token, the lease's owner while it held it. */
   readonly token: string
   readonly holder: string | null
-  readonly when: "ended" | "timed out"
+  readonly when: LostLeaseDetected
 }
+
+/** The part of a held lease (../Job.ts `HeldLease`) that ending an attempt needs. */
+export type Held = Pick<HeldLease, "name" | "fencingToken">
 
 /**
  * The one place a lost lease is reported (docs/behaviour.md §8, "Lost"): a warning naming both
- * owners, and `leaseLost` on the result (which processQueue and tick count, and the
- * `leasehold_leases_lost_total` metric: ./observe.ts). The run may have overlapped another; the
- * job is still recorded as it ended.
+ * owners, a record in the lost-leases table (src/core/lostLeases.ts; a failed write is logged,
+ * never the attempt's failure), and `leaseLost` on the result (which processQueue and tick
+ * count, and the `leasehold_leases_lost_total` metric: ./observe.ts). The run may have
+ * overlapped another; the job is still recorded as it ended.
  */
-export const reportLeaseLost = (result: ProcessResult, lost: LostLease): Effect.Effect<ProcessResult> =>
+export const reportLeaseLost = (
+  result: ProcessResult,
+  lost: LostLease
+): Effect.Effect<ProcessResult, never, JobStore> =>
   Effect.gen(function*() {
     yield* Effect.logWarning(
-      `lease ${lost.lease} was lost before the run ${lost.when}: held by ${lost.holder ?? "nobody"}, ` +
+      `lease ${lost.lease.name} was lost before the run ${lost.when}: held by ${lost.holder ?? "nobody"}, ` +
         `not by this attempt (${lost.token}); the run may have overlapped another`
     )
+    const store = yield* JobStore
+    yield* Effect.ignoreLogged(store.recordLostLease({
+      id: randomUUID(),
+      leaseName: lost.lease.name,
+      jobId: lost.job.id,
+      jobName: lost.job.name,
+      attempt: lost.job.attempts,
+      host: lost.job.claimedBy,
+      fencingToken: lost.lease.fencingToken,
+      holder: lost.holder,
+      lostAt: yield* Clock.currentTimeMillis,
+      detected: lost.when
+    }))
     return withLeaseLost(result)
   })
 
@@ -63,19 +89,20 @@ export const reportLeaseLost = (result: ProcessResult, lost: LostLease): Effect.
 const finishAttempt = (
   job: JobRow,
   outcome: Outcome,
-  lease: string | undefined,
+  held: Held | undefined,
   resultOf: (written: boolean) => ProcessResult
 ) =>
   Effect.gen(function*() {
     const store = yield* JobStore
     const now = yield* Clock.currentTimeMillis
     const token = job.claimToken!
+    const lease = held?.name
     const finished = yield* store.finish({ id: job.id, token, now, outcome, lease })
     // Nothing written: fenced, unless the job was cancelled meanwhile (its row tells).
     const result = !finished.written && (yield* cancelledMeanwhile(job))
       ? ProcessResult.Cancelled({ job: jobRef(job), leaseLost: false })
       : resultOf(finished.written)
-    if (lease === undefined) return result
+    if (held === undefined) return result
     if (finished.lease === "unknown") {
       yield* Effect.logInfo(
         `lease ${lease}: after a lost connection it cannot be told whether the release took; it expires by itself`
@@ -83,9 +110,10 @@ const finishAttempt = (
     }
     if (finished.lease !== "lost") return result
     return yield* reportLeaseLost(result, {
-      lease,
+      job,
+      lease: held,
       token,
-      holder: yield* holderOf(yield* JobLeases, lease),
+      holder: yield* holderOf(yield* JobLeases, held.name),
       when: "ended"
     })
   })
@@ -103,7 +131,7 @@ export const logCancelled = (what: string) =>
   Effect.logInfo(`attempt cancelled: ${what}; the job stays cancelled, nothing else recorded`)
 
 /** Records a completed attempt (fenced on its token); with `lease`, releases it in the same step. */
-export const recordSuccess = (job: JobRow, lease: string | undefined) =>
+export const recordSuccess = (job: JobRow, lease: Held | undefined) =>
   Effect.gen(function*() {
     const result = yield* finishAttempt(
       job,
@@ -128,7 +156,7 @@ export const recordSuccess = (job: JobRow, lease: string | undefined) =>
  * Records a failed attempt: retry with backoff while retries remain, else dead; fenced on the
  * token. With `lease`, the lease is released in the same step.
  */
-export const recordFailure = (job: JobRow, backoff: BackoffOptions, error: string, lease: string | undefined) =>
+export const recordFailure = (job: JobRow, backoff: BackoffOptions, error: string, lease: Held | undefined) =>
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     const decision = decideFailure(job, backoff, now)
@@ -166,8 +194,9 @@ export const recordFailure = (job: JobRow, backoff: BackoffOptions, error: strin
  * A fenced or cancelled attempt writes no outcome but still gives its lease back (owner-fenced)
  * and hands off.
  */
-export const releaseFenced = (job: JobRow, name: string, result: ProcessResult) =>
+export const releaseFenced = (job: JobRow, held: Held, result: ProcessResult) =>
   Effect.gen(function*() {
+    const name = held.name
     const leases = yield* JobLeases
     const store = yield* JobStore
     const token = job.claimToken!
@@ -180,5 +209,11 @@ export const releaseFenced = (job: JobRow, name: string, result: ProcessResult) 
       yield* Effect.ignoreLogged(store.handOff(name, yield* Clock.currentTimeMillis))
       return result
     }
-    return yield* reportLeaseLost(result, { lease: name, token, holder: yield* holderOf(leases, name), when: "ended" })
+    return yield* reportLeaseLost(result, {
+      job,
+      lease: held,
+      token,
+      holder: yield* holderOf(leases, name),
+      when: "ended"
+    })
   })

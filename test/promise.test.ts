@@ -245,6 +245,45 @@ describe.each(targets)("Promise API on $name", (target) => {
     }
   })
 
+  it(
+    "stop() hands back a job still running after the grace period: pending, its attempt given back, its key free at once",
+    {
+      timeout: 60_000
+    },
+    async () => {
+      const attempts: Array<number> = []
+      let stuck = true
+      const Stuck = defineJob<{ readonly n: number }>({
+        name: "Stuck",
+        concurrencyKey: "stuck",
+        perform: (_payload, job) => {
+          attempts.push(job.attempt)
+          // The first run waits until the worker's stop interrupts it (its signal aborts).
+          if (!stuck) return
+          return new Promise<void>((resolve) => job.signal.addEventListener("abort", () => resolve()))
+        }
+      })
+      const { lh, done } = await target.open([Stuck])
+      try {
+        await lh.migrate()
+        const { id } = await lh.enqueue(Stuck, { n: 1 })
+        const before = await lh.getJob(id)
+        const first = await lh.startWorker({ pollInterval: "50 millis", gracePeriod: "100 millis" })
+        await until(async () => (await lh.getJob(id))?.status === "processing")
+        await first.stop()
+        expect(await lh.getJob(id)).toMatchObject({ status: "pending", attempts: 0, runAt: before!.runAt, history: [] })
+        stuck = false
+        // The key was released with the hand-back: the next worker runs the job at once, as attempt 1 again.
+        const second = await lh.startWorker({ pollInterval: "50 millis" })
+        await until(async () => (await lh.getJob(id))?.status === "completed")
+        await second.stop()
+        expect(attempts).toEqual([1, 1])
+      } finally {
+        await done()
+      }
+    }
+  )
+
   it("startWorker's retention deletes finished jobs as configured; a bad value rejects with WorkerConfigError", {
     timeout: 60_000
   }, async () => {

@@ -593,6 +593,27 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
       )
     }, 180_000)
 
+    it(
+      "worker: a job still running when the grace period ends is handed back (pending, attempt given back, lease released)",
+      async () => {
+        // Released by no one: it runs until the worker interrupts it.
+        const stuck = await json("enqueue", "Slow", JSON.stringify({ release: join(dir, `never-${target.name}`) }))
+        const stop = new AbortController()
+        const running = run(
+          ["worker", "--prefix", target.prefix, "--poll-interval", "100 millis", "--grace-period", "200 millis"],
+          { signal: stop.signal }
+        )
+        for (let i = 0; i < 300 && (await statusOf(stuck.id)) !== "processing"; i++) await sleep(100)
+        expect(await json("leases", "list")).toMatchObject([{ name: "key:slow" }])
+        stop.abort()
+        expect((await running).code).toBe(0)
+        expect(await json("jobs", "show", stuck.id)).toMatchObject({ status: "pending", attempts: 0, history: [] })
+        expect(await json("leases", "list")).toEqual([])
+        expect(await json("jobs", "cancel", stuck.id)).toMatchObject({ status: "cancelled" })
+      },
+      60_000
+    )
+
     it("drain, resume and status: JSON with booleans, null and ISO-8601 times; the table stays friendly", async () => {
       await json("drain", "--host", "h1", "--expires-in", "1 hour")
       const h1 = (await json("status")).hosts.find((h: { host: string }) => h.host === "h1")

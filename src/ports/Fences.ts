@@ -28,7 +28,9 @@ export interface FencesApi {
    * it as the highest, atomically, in one transaction with `write` (the caller's own when it runs
    * inside one; a failed `write` rolls the record back too). Otherwise fails with
    * `StaleTokenError` and `write` does not run. A resource or token the table cannot hold fails
-   * with `FenceInputError` and changes nothing.
+   * with `FenceInputError` and changes nothing. In a transaction of its own, a guard the database
+   * rolled back (a deadlock; on Galera, a certification failure at COMMIT) runs again whole,
+   * `write` included; inside the caller's transaction the `SqlError` reaches the caller.
    */
   readonly guard: <A, E, R>(
     input: GuardInput,

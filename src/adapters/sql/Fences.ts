@@ -8,6 +8,8 @@
  * highest seen: then the write runs. The upsert locks the row (on SQLite, the database) until the
  * transaction ends, so the write cannot interleave with another guard of the same resource, and
  * a concurrent guard re-reads the row after our commit. A holder may write any number of times.
+ * A guard in a transaction of its own that the database rolls back (a deadlock; on Galera, a
+ * certification failure at COMMIT) runs again whole, its write included.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option } from "effect"
@@ -16,8 +18,9 @@ import { decodeToken } from "../../core/lease.ts"
 import { Fences, type FencesApi, type GuardInput } from "../../ports/Fences.ts"
 import { validateFence } from "../fenceInput.ts"
 import { dialectOf } from "./dialects.ts"
+import { retryTransient } from "./retry.ts"
 import { checkIdentifier, RawSql, type Statement, sqlFor } from "./statement.ts"
-import { inTransaction } from "./transaction.ts"
+import { inTransaction, sessionTransaction } from "./transaction.ts"
 
 /** Builds Fences over the current `SqlClient` for one table. Library statements run without the app's name transforms. */
 export const make = (options: { readonly table: string }): Effect.Effect<FencesApi, never, SqlClient.SqlClient> =>
@@ -45,14 +48,34 @@ export const make = (options: { readonly table: string }): Effect.Effect<FencesA
         return decodeToken(last[0]?.token)
       })
 
+    // Inside the caller's transaction, a savepoint (a failed write rolls back to it). On its own
+    // on MySQL/MariaDB, a transaction whose refused COMMIT (on Galera, a certification failure)
+    // fails where `sql.withTransaction` would die.
+    const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+      Effect.flatMap(
+        inTransaction,
+        (inside) =>
+          !inside && dialect.jobs.isolation === "readCommitted"
+            ? sessionTransaction(sql, effect)
+            : sql.withTransaction(effect)
+      )
+
+    // In a transaction of its own, a deadlock or (Galera) a certification failure at COMMIT rolled
+    // it back whole, so it runs again whole: the token is recorded again (or found stale) and the
+    // write runs at most once in a committed transaction. Inside the caller's transaction the error
+    // reaches the caller (./retry.ts).
     const guard = <A, E, R>({ resource, token }: GuardInput, write: Effect.Effect<A, E, R>) =>
       Effect.zipRight(
         validateFence(resource, token),
-        sql.withTransaction(Effect.gen(function*() {
-          const highest = yield* record(resource, Number(token))
-          if (highest !== token) return yield* new StaleTokenError({ resource, token, highest })
-          return yield* write
-        }))
+        retryTransient(
+          dialect,
+          "guard",
+          transaction(Effect.gen(function*() {
+            const highest = yield* record(resource, Number(token))
+            if (highest !== token) return yield* new StaleTokenError({ resource, token, highest })
+            return yield* write
+          }))
+        )
       )
 
     const tableExists = Effect.map(rows(dialect.lease.tableExists(options.table)), (r) => r.length > 0)

@@ -19,7 +19,7 @@ import { acquireRow, nowOr, resolveExpiry, validateLease, validateRelease } from
 import { decodeLeaseRow } from "./decode.ts"
 import { dialectOf } from "./dialects.ts"
 import { type LeaseStatements, leaseStatements } from "./leaseStatements.ts"
-import { retryTransient } from "./retry.ts"
+import { eitherInTransaction, retryTransient } from "./retry.ts"
 import type { Statement } from "./statement.ts"
 import { inTransaction, readCommittedTransaction } from "./transaction.ts"
 
@@ -93,11 +93,15 @@ export const make = (options: { readonly table: string }): Effect.Effect<LeaseLo
     }
     // Read first. The INSERT is only tried when no row exists, so the plain INSERT rarely meets a
     // duplicate, and a held lease costs one read. True when our write took the lease.
+    // A deadlock (on Galera also a write set from another node) rolls the whole transaction back;
+    // going on would run the take-over, the counter bump and its read each committing on its own,
+    // so two acquisitions could read one token, and a retry would find the lease already ours and
+    // keep the previous holder's token. It fails instead, and `retryTransient` runs it again whole.
     const readThenInsert = (row: LeaseRow) =>
       Effect.gen(function*() {
         const current = yield* ownerOf(row.name)
         if (Option.isSome(current)) return yield* takeOver(row)
-        const inserted = yield* Effect.either(changed(statements.insert(row)))
+        const inserted = yield* eitherInTransaction(dialect, changed(statements.insert(row)))
         if (inserted._tag === "Right" && inserted.right > 0) return true
         // The insert failed or inserted nothing. If a row exists now, someone else inserted
         // first: try the take-over. If there is still no row, the failure was real.

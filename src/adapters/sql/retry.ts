@@ -16,7 +16,7 @@
  * decide to run it again.
  */
 import { SqlError } from "@effect/sql/SqlError"
-import { Clock, Effect, Metric, Schedule } from "effect"
+import { Clock, Effect, Either, Metric, Schedule } from "effect"
 import { inTransaction } from "./transaction.ts"
 
 /** How a dialect classifies a driver error. */
@@ -55,13 +55,13 @@ const liveClock = Clock.make()
 /** The driver error inside a `SqlError` (undefined for anything else). */
 export const causeOf = (e: unknown): unknown => (e instanceof SqlError ? e.cause : undefined)
 
-const transientLoop = <A, E>(
+const transientLoop = <A, E, R>(
   kinds: FailureKinds,
   purpose: string,
   label: string,
-  effect: Effect.Effect<A, E>,
+  effect: Effect.Effect<A, E, R>,
   attempt: number
-): Effect.Effect<A, E> =>
+): Effect.Effect<A, E, R> =>
   Effect.catchIf(effect, (e) => e instanceof SqlError && kinds.isTransient(e.cause), (e) => {
     if (attempt >= TRANSIENT_RETRIES) {
       return Effect.zipRight(
@@ -90,15 +90,35 @@ const transientLoop = <A, E>(
   })
 
 /**
+ * Runs one statement of a transaction whose failure the caller handles itself (a duplicate key,
+ * which on MySQL/MariaDB fails the INSERT but leaves the transaction open), as an Either. A
+ * transient failure or a lost connection still fails: the database has rolled the whole
+ * transaction back, and on MySQL/MariaDB every later statement on the connection would run
+ * outside it, each committing on its own, so only running the transaction again from its start
+ * (`retryTransient`) is safe.
+ */
+export const eitherInTransaction = <A>(
+  kinds: FailureKinds,
+  statement: Effect.Effect<A, SqlError>
+): Effect.Effect<Either.Either<A, SqlError>, SqlError> =>
+  Effect.flatMap(
+    Effect.either(statement),
+    (result) =>
+      Either.isLeft(result) && (kinds.isTransient(result.left.cause) || kinds.isDisconnect(result.left.cause))
+        ? Effect.fail(result.left)
+        : Effect.succeed(result)
+  )
+
+/**
  * Runs `effect` (one statement, or one transaction the store opens itself) and sends it again
  * at once when the database rolled it back as a deadlock victim or serialization failure.
  * `purpose` names it in logs and metrics ("claim", "complete", …).
  */
-export const retryTransient = <A, E>(
+export const retryTransient = <A, E, R>(
   kinds: FailureKinds,
   purpose: string,
-  effect: Effect.Effect<A, E>
-): Effect.Effect<A, E> =>
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> =>
   Effect.flatMap(inTransaction, (inside) => (inside ? effect : transientLoop(kinds, purpose, purpose, effect, 0)))
 
 /**

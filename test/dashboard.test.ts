@@ -211,7 +211,7 @@ describe("the handler", () => {
     expect((await serve(request("POST", retry, { "x-leasehold-token": "t" }), "t")).status).toBe(409)
   })
 
-  it("cancels an unfinished job and discards a dead one, with the token only; typed refusals are 404 and 409", async () => {
+  it("cancels an unfinished job, discards a dead or cancelled one, with the token only; refusals are 404 and 409", async () => {
     const post = (path: string, token = "t") => serve(request("POST", path, { "x-leasehold-token": token }), "t")
     const job = (id: string) => runtime.runPromise(Effect.flatMap(JobStore, (s) => s.get(id)))
     const PENDING = "00000000-0000-4000-8000-000000000070"
@@ -241,7 +241,8 @@ describe("the handler", () => {
       body: JSON.stringify({ message: `job ${PENDING} is cancelled` })
     })
     expect(await job(PENDING)).toMatchObject({ value: { status: "cancelled" } })
-    expect(await buttons(PENDING, "t")).toEqual([])
+    // A cancelled job may be retried or discarded, as a dead one.
+    expect(await buttons(PENDING, "t")).toEqual(["retry", "discard"])
     expect(JSON.parse((await post(`/jobs/${RUNNING}/cancel`)).body)).toEqual({
       message: `job ${RUNNING} is cancelled; its running attempt stops at its next heartbeat`
     })
@@ -260,6 +261,13 @@ describe("the handler", () => {
     })
     expect(await job(DEAD)).toMatchObject({ _tag: "None" })
     expect((await post(`/jobs/${DEAD}/discard`)).status).toBe(404)
+    // A cancelled one: retried back to pending, or discarded.
+    expect(JSON.parse((await post(`/jobs/${PENDING}/retry`)).body)).toEqual({
+      message: `job ${PENDING} is pending again`
+    })
+    expect(await job(PENDING)).toMatchObject({ value: { status: "pending", attempts: 0 } })
+    expect(JSON.parse((await post(`/jobs/${RUNNING}/discard`)).body)).toEqual({ message: `discarded job ${RUNNING}` })
+    expect(await job(RUNNING)).toMatchObject({ _tag: "None" })
     // A hostile id is refused as JSON (never HTML), naming the id as data.
     const hostile = encodeURIComponent(XSS.payload)
     for (const action of ["cancel", "discard"]) {

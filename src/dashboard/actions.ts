@@ -3,11 +3,13 @@
  * discard a job, drain or resume a host, clear an expired lease. Each answers one line saying what it did, or
  * an `ActionError` saying why it did nothing.
  */
+import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Effect, Option } from "effect"
+import type { JobFilterError } from "../core/errors.ts"
 import { isExpired } from "../core/lease.ts"
 import { JobLeases, JobStore } from "../ports/JobStore.ts"
 import * as Cancel from "../runtime/cancel.ts"
-import { discardDead } from "../runtime/deadJobs.ts"
+import { discardDead, retryDead } from "../runtime/deadJobs.ts"
 import * as Worker from "../runtime/Worker.ts"
 import { duration } from "./format.ts"
 
@@ -16,14 +18,35 @@ export class ActionError {
   constructor(readonly status: 400 | 404 | 409, readonly message: string) {}
 }
 
-/** Puts a failed or interrupted job back to pending, due now, with fresh attempts. */
-export const retryJob = (id: string) =>
+/** The statuses a job may be retried or discarded in: dead, or cancelled (../runtime/deadJobs.ts). */
+const ENDED: ReadonlyArray<string> = ["failed", "interrupted", "cancelled"]
+
+/**
+ * Applies `apply` (retry or discard by id, ../runtime/deadJobs.ts) to a dead or cancelled job.
+ * No such job: 404; one in another status, or that left it meanwhile: 409.
+ */
+const onEndedJob = (
+  id: string,
+  verb: string,
+  apply: Effect.Effect<number, SqlError | JobFilterError, JobStore>
+) =>
   Effect.gen(function*() {
-    const store = yield* JobStore
-    const ok = yield* store.retryDead(id, yield* Clock.currentTimeMillis)
-    if (!ok) return yield* Effect.fail(new ActionError(409, `no failed or interrupted job with id ${id}`))
-    return `job ${id} is pending again`
+    const found = yield* (yield* JobStore).get(id)
+    if (Option.isNone(found)) return yield* Effect.fail(new ActionError(404, `no job with id ${id}`))
+    const status = found.value.status
+    if (!ENDED.includes(status)) {
+      return yield* Effect.fail(
+        new ActionError(409, `job ${id} is ${status}: only a failed, interrupted or cancelled job can be ${verb}`)
+      )
+    }
+    const n = yield* Effect.catchTag(apply, "JobFilterError", (e) => Effect.fail(new ActionError(400, e.message)))
+    // It was retried or discarded between the read and the write.
+    if (n === 0) return yield* Effect.fail(new ActionError(409, `job ${id} changed meanwhile; not ${verb}`))
   })
+
+/** Puts a failed, interrupted or cancelled job back to pending, due now, with fresh attempts. */
+export const retryJob = (id: string) =>
+  Effect.as(onEndedJob(id, "retried", retryDead({ ids: [id] })), `job ${id} is pending again`)
 
 /**
  * Cancels a pending or processing job (../runtime/cancel.ts): a pending one never runs, a running
@@ -42,24 +65,9 @@ export const cancelJob = (id: string) =>
     })
   )
 
-/** Deletes a dead (failed or interrupted) job. No such job: 404; one that is not dead: 409. */
+/** Deletes a failed, interrupted or cancelled job. No such job: 404; one in another status: 409. */
 export const discardJob = (id: string) =>
-  Effect.gen(function*() {
-    const found = yield* (yield* JobStore).get(id)
-    if (Option.isNone(found)) return yield* Effect.fail(new ActionError(404, `no job with id ${id}`))
-    const status = found.value.status
-    if (status !== "failed" && status !== "interrupted") {
-      return yield* Effect.fail(new ActionError(409, `job ${id} is ${status}: only a dead job can be discarded`))
-    }
-    const n = yield* Effect.catchTag(
-      discardDead({ ids: [id] }),
-      "JobFilterError",
-      (e) => Effect.fail(new ActionError(400, e.message))
-    )
-    // It was retried (or discarded) between the read and the delete.
-    if (n === 0) return yield* Effect.fail(new ActionError(409, `job ${id} is no longer dead; not discarded`))
-    return `discarded job ${id}`
-  })
+  Effect.as(onEndedJob(id, "discarded", discardDead({ ids: [id] })), `discarded job ${id}`)
 
 /** Marks a host draining until resumed. */
 export const drainHost = (host: string) =>

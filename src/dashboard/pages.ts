@@ -380,7 +380,7 @@ export const job = (ctx: PageContext, id: string) =>
       ["waits for lease", r.leaseName === null ? null : html`<span class="mono">${r.leaseName}</span>`]
     ]
     const path = `/jobs/${encodeURIComponent(r.id)}`
-    const dead = r.status === "failed" || r.status === "interrupted"
+    const dead = r.status === "failed" || r.status === "interrupted" || r.status === "cancelled"
     const unfinished = r.status === "pending" || r.status === "processing"
     const actions = [
       dead ? actionButton(ctx, `${path}/retry`, "Retry") : "",
@@ -392,7 +392,9 @@ export const job = (ctx: PageContext, id: string) =>
         : "",
       dead
         ? actionButton(ctx, `${path}/discard`, "Discard", {
-          confirm: `Delete the dead job ${r.name} ${r.id}? This cannot be undone.`,
+          confirm: `Delete the ${
+            r.status === "cancelled" ? "cancelled" : "dead"
+          } job ${r.name} ${r.id}? This cannot be undone.`,
           after: "/jobs?status=" + r.status
         })
         : ""

@@ -581,10 +581,21 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
       expect([await status(done), await status(dead)]).toEqual(["completed", "failed"])
       // Completed jobs a day, dead ones for ever: the old completed job goes, the dead one stays.
       const log = await work(
-        ["--retention-completed", "1 day", "--retention-dead", "never", "--retention-hosts", "never"],
+        [
+          "--retention-completed",
+          "1 day",
+          "--retention-dead",
+          "never",
+          "--retention-hosts",
+          "never",
+          "--retention-lost-leases",
+          "never"
+        ],
         async (stderr) => stderr.includes("retention: deleted")
       )
-      expect(log).toContain("retention: deleted 1 completed job(s), 0 dead job(s), 0 host row(s)")
+      expect(log).toContain(
+        "retention: deleted 1 completed job(s), 0 dead job(s), 0 host row(s), 0 lost-lease record(s)"
+      )
       expect([await status(done), await status(dead), await status(fresh)]).toEqual([undefined, "failed", "completed"])
       oneLine(
         await own("worker", "--no-retention", "--retention-dead", "1 day"),

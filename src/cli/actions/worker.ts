@@ -33,19 +33,21 @@ export interface WorkerConfig extends Common {
   readonly retentionCompleted: Option.Option<number | false>
   readonly retentionDead: Option.Option<number | false>
   readonly retentionHosts: Option.Option<number | false>
+  readonly retentionLostLeases: Option.Option<number | false>
   readonly noRetention: boolean
 }
 
 /**
  * The worker's `retention` option from `--retention-completed`, `--retention-dead`,
- * `--retention-hosts` (each a duration or never; absent: the default) and `--no-retention`
+ * `--retention-hosts`, `--retention-lost-leases` (each a duration or never; absent: the default) and `--no-retention`
  * (off, and not with the others) (docs/behaviour.md §13).
  */
 export const retentionOf = (c: WorkerConfig): Effect.Effect<Worker.RetentionConfig | false, CliError> => {
   const kinds = {
     completed: Option.getOrUndefined(c.retentionCompleted),
     dead: Option.getOrUndefined(c.retentionDead),
-    hosts: Option.getOrUndefined(c.retentionHosts)
+    hosts: Option.getOrUndefined(c.retentionHosts),
+    lostLeases: Option.getOrUndefined(c.retentionLostLeases)
   }
   if (!c.noRetention) return Effect.succeed(kinds)
   return Object.values(kinds).every((v) => v === undefined)

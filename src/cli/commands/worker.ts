@@ -68,6 +68,11 @@ export const worker = Command.make(
       "Host rows not seen for this long are deleted (a draining host's row is kept).",
       { default: "1 hour" }
     ),
+    retentionLostLeases: opt.keepFor(
+      "retention-lost-leases",
+      "Records of lost leases (the dashboard's recently lost) are deleted this long after the loss; only the newest 1,000 are kept anyway.",
+      { default: "7 days" }
+    ),
     noRetention: opt.flag(
       "no-retention",
       "Delete no finished job and no host row (`leasehold jobs purge` still can). Not with --retention-…."

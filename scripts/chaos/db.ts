@@ -182,6 +182,28 @@ export interface RestartReport {
   readonly detail: string
 }
 
+/** The pid file of the MariaDB server on :3306 (Debian's default, as .ci/run starts it). */
+const MARIADB_PID_FILE = "/run/mysqld/mysqld.pid"
+
+const readPidFile = (path: string): string => {
+  try {
+    return readFileSync(path, "utf8").trim()
+  } catch {
+    return ""
+  }
+}
+
+/** Whether a process runs (signal 0 checks without sending anything); false for no pid. */
+const processAlive = (pid: number): boolean => {
+  if (!Number.isInteger(pid) || pid <= 0) return false
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
 /**
  * Restarts the database server of `kind` and waits (up to 90 s) until it answers again.
  * PostgreSQL: `pg_ctlcluster --skip-systemctl-redirect <version> main restart`. MariaDB:
@@ -211,13 +233,18 @@ export const restartServer = (kind: DbKind): Effect.Effect<RestartReport> =>
         detail: `pg_ctlcluster exit ${r.code}${r.output ? `: ${r.output.slice(0, 200)}` : ""}`
       }
     }
+    // The :3306 server is known by its pid file, not by its binary: the Galera test cluster's
+    // nodes (scripts/galera/start) run the same mariadbd, and a check by name would wait for them.
+    const pid = Number(readPidFile(MARIADB_PID_FILE))
     const down = yield* command("mariadb-admin", ["-uroot", "shutdown"], 60_000)
     // start-stop-daemon --oknodo does nothing while the old process still runs: wait for it to go.
-    const gone = yield* waitUntil(Effect.map(command("pgrep", ["-x", "mariadbd"], 5_000), (x) => x.code !== 0), 60_000)
+    const gone = yield* waitUntil(Effect.sync(() => !processAlive(pid)), 60_000)
     const start = yield* command("start-stop-daemon", [
       "--start",
       "--oknodo",
       "--background",
+      "--pidfile",
+      MARIADB_PID_FILE,
       "--exec",
       "/usr/sbin/mariadbd"
     ], 30_000)

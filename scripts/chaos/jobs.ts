@@ -222,12 +222,15 @@ export const historyLayer = (prefix: string): Layer.Layer<History, never, SqlCli
       const fencedFinish = (id: string, endMs: number, outcome: string, detail: string | null, fence: FenceOf) =>
         Effect.gen(function*() {
           const token = Number(fence.token)
-          const guarded = yield* Effect.either(fences.guard(
+          // Any end of the guard but success (a defect too) still records the run's end below: a
+          // run whose end is missing reads as still running, an overlap with every later run.
+          const guarded = yield* Effect.exit(fences.guard(
             fence,
             Effect.suspend(() => sql.unsafe(fencedSql, [endMs, outcome, detail, "applied", token, Date.now(), id]))
           ))
-          if (guarded._tag === "Right") return
-          const how = guarded.left._tag === "StaleTokenError" ? "refused" : "error"
+          if (Exit.isSuccess(guarded)) return
+          const failure = Cause.failureOption(guarded.cause)
+          const how = Option.isSome(failure) && failure.value._tag === "StaleTokenError" ? "refused" : "error"
           yield* bounded(
             `finish ${id}`,
             sql.unsafe(fencedSql, [endMs, outcome, detail, how, token, null, id])

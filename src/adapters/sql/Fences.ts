@@ -49,13 +49,15 @@ export const make = (options: { readonly table: string }): Effect.Effect<FencesA
       })
 
     // Inside the caller's transaction, a savepoint (a failed write rolls back to it). On its own
-    // on MySQL/MariaDB, a transaction whose refused COMMIT (on Galera, a certification failure)
-    // fails where `sql.withTransaction` would die.
+    // on a server (PostgreSQL, MySQL/MariaDB), a transaction whose refused COMMIT (on Galera, a
+    // certification failure; anywhere, a connection lost at COMMIT as the server restarts) fails
+    // with a SqlError where `sql.withTransaction` would die: the chaos run's restarts caught it.
+    // SQLite runs in-process and has no connection to lose.
     const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       Effect.flatMap(
         inTransaction,
         (inside) =>
-          !inside && dialect.jobs.isolation === "readCommitted"
+          !inside && dialect.syntax.name !== "sqlite"
             ? sessionTransaction(sql, effect)
             : sql.withTransaction(effect)
       )

@@ -9,6 +9,9 @@
  * INSERT/REPLACE wait until the node has applied every write set committed anywhere before
  * they started). Without it a statement sent to one node right after a commit on another can
  * miss that commit: a fenced finish would match no row and report a lost lease that was held.
+ *
+ * The client is marked as a cluster (./galera.ts): a lease acquisition then checks that its
+ * COMMIT really replicated its writes (src/adapters/sql/transaction.ts, `mustCommitWrites`).
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as Client from "@effect/sql/SqlClient"
@@ -17,6 +20,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import { MysqlClient } from "@effect/sql-mysql2"
 import { Context, Effect, Layer, Redacted, type Scope, Stream } from "effect"
 import * as Mysql from "mysql2"
+import { markGaleraCluster } from "./galera.ts"
 
 export { nodeUrls } from "./urls.ts"
 
@@ -194,12 +198,14 @@ export const makeClusterClient = (
     // Fail at start when no node answers, as MysqlClient does for its one server.
     yield* Effect.scoped(acquire).pipe(Effect.asVoid)
 
-    return yield* Client.make({
-      acquirer: acquire,
-      transactionAcquirer: acquire,
-      compiler: MysqlClient.makeCompiler(),
-      spanAttributes: [["db.system.name", "mysql"], ["server.address", nodes.map((n) => n.label).join(",")]]
-    })
+    return markGaleraCluster(
+      yield* Client.make({
+        acquirer: acquire,
+        transactionAcquirer: acquire,
+        compiler: MysqlClient.makeCompiler(),
+        spanAttributes: [["db.system.name", "mysql"], ["server.address", nodes.map((n) => n.label).join(",")]]
+      })
+    )
   })
 
 /** A SqlClient layer spreading statements over the Galera nodes at `urls` (see `makeClusterClient`). */

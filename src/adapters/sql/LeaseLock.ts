@@ -21,7 +21,14 @@ import { dialectOf } from "./dialects.ts"
 import { type LeaseStatements, leaseStatements } from "./leaseStatements.ts"
 import { eitherInTransaction, retryTransient } from "./retry.ts"
 import type { Statement } from "./statement.ts"
-import { inTransaction, readCommittedTransaction } from "./transaction.ts"
+import { type CommitOptions, inTransaction, readCommittedTransaction } from "./transaction.ts"
+
+// An acquisition's token (none: someone else holds the lease), and whether it bumped the counter.
+interface Acquired {
+  readonly token: Option.Option<bigint>
+  readonly bumped: boolean
+}
+const notAcquired: Acquired = { token: Option.none(), bumped: false }
 
 /**
  * Builds a LeaseLock over the current `SqlClient` for one table. The dialect is resolved
@@ -35,8 +42,10 @@ export const make = (options: { readonly table: string }): Effect.Effect<LeaseLo
 
     // MySQL/MariaDB: an acquisition's transaction runs at READ COMMITTED, so its reads after a
     // take-over that changed nothing see the latest owner, not the transaction's first snapshot.
-    const transaction = <A, E>(effect: Effect.Effect<A, E>) =>
-      dialect.jobs.isolation === "readCommitted" ? readCommittedTransaction(sql, effect) : sql.withTransaction(effect)
+    const transaction = <A, E>(effect: Effect.Effect<A, E>, options?: CommitOptions<A>) =>
+      dialect.jobs.isolation === "readCommitted"
+        ? readCommittedTransaction(sql, effect, options)
+        : sql.withTransaction(effect)
 
     const rows = (s: Statement) =>
       sql.unsafe<Record<string, unknown>>(s.sql, s.params as Array<unknown>).withoutTransform
@@ -53,12 +62,15 @@ export const make = (options: { readonly table: string }): Effect.Effect<LeaseLo
 
     // The holder's token (a lease already ours), or none when someone else holds it. A row
     // acquired before the counter existed has no token yet: it gets one now.
-    const heldToken = (row: LeaseRow): Effect.Effect<Option.Option<bigint>, SqlError> =>
+    const heldToken = (row: LeaseRow) => Effect.map(held(row), (h) => h.token)
+    const held = (row: LeaseRow): Effect.Effect<Acquired, SqlError> =>
       Effect.flatMap(rows(statements.ownerAndToken(row.name)), (r) => {
-        const held = r[0]
-        if (held === undefined || String(held.lockowner) !== row.owner) return Effect.succeedNone
-        if (held.token !== null && held.token !== undefined) return Effect.succeedSome(decodeToken(held.token))
-        return Effect.map(bump(row.name), Option.some)
+        const current = r[0]
+        if (current === undefined || String(current.lockowner) !== row.owner) return Effect.succeed(notAcquired)
+        if (current.token !== null && current.token !== undefined) {
+          return Effect.succeed({ token: Option.some(decodeToken(current.token)), bumped: false })
+        }
+        return bumped(row)
       })
     const bump = (name: string) =>
       Effect.gen(function*() {
@@ -66,8 +78,11 @@ export const make = (options: { readonly table: string }): Effect.Effect<LeaseLo
         for (const s of statements.bumpToken(name)) last = yield* rows(s)
         return decodeToken(last[0]?.token)
       })
+    const bumped = (row: LeaseRow) =>
+      Effect.map(bump(row.name), (t): Acquired => ({ token: Option.some(t), bumped: true }))
     // A fresh acquisition (our write changed the row): bump the counter in the same transaction.
-    const acquired = (got: boolean, row: LeaseRow) => got ? Effect.map(bump(row.name), Option.some) : heldToken(row)
+    const acquired = (got: boolean, row: LeaseRow) => Effect.map(acquiredBumped(got, row), (a) => a.token)
+    const acquiredBumped = (got: boolean, row: LeaseRow) => got ? bumped(row) : held(row)
 
     // Each operation is safe to run again whole after a deadlock: its writes are fenced
     // (owner, expiry), a take-over re-reads what it needs, and an acquisition's counter bump
@@ -88,7 +103,14 @@ export const make = (options: { readonly table: string }): Effect.Effect<LeaseLo
             Effect.flatMap(rows(strategy.statement(statements.quoted, row)), (got) => acquired(got.length > 0, row))
           )
         case "readThenInsert":
-          return transaction(Effect.flatMap(readThenInsert(row), (got) => acquired(got, row)))
+          // A token counts only if its bump was committed: on a Galera cluster the commit is
+          // checked (`mustCommitWrites`, src/adapters/sql/transaction.ts).
+          return Effect.map(
+            transaction(Effect.flatMap(readThenInsert(row), (got) => acquiredBumped(got, row)), {
+              mustCommitWrites: (a) => a.bumped
+            }),
+            (a) => a.token
+          )
       }
     }
     // Read first. The INSERT is only tried when no row exists, so the plain INSERT rarely meets a

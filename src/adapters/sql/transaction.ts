@@ -3,8 +3,9 @@
  * statement joins it), and, on MySQL/MariaDB, a transaction at READ COMMITTED.
  */
 import { SqlClient } from "@effect/sql"
-import type { SqlError } from "@effect/sql/SqlError"
+import { SqlError } from "@effect/sql/SqlError"
 import { Effect, Exit, Option } from "effect"
+import { isGaleraCluster, writeSetCheck } from "../mysql/galera.ts"
 
 /** Whether the current fiber runs inside a `sql.withTransaction`. */
 export const inTransaction: Effect.Effect<boolean> = Effect.map(
@@ -32,8 +33,30 @@ export const NEXT_READ_COMMITTED = "SET TRANSACTION ISOLATION LEVEL READ COMMITT
  */
 export const readCommittedTransaction = <A, E, R>(
   sql: SqlClient.SqlClient,
-  effect: Effect.Effect<A, E, R>
-): Effect.Effect<A, E | SqlError, R> => reservedTransaction(sql, `${NEXT_READ_COMMITTED}; START TRANSACTION`, effect)
+  effect: Effect.Effect<A, E, R>,
+  options?: CommitOptions<A>
+): Effect.Effect<A, E | SqlError, R> =>
+  reservedTransaction(sql, `${NEXT_READ_COMMITTED}; START TRANSACTION`, effect, options)
+
+/** Options of `readCommittedTransaction`. */
+export interface CommitOptions<A> {
+  /**
+   * True when the transaction's result counts only if its writes were committed (a lease
+   * acquisition that bumped its token). On a Galera cluster (src/adapters/mysql/galera.ts) the
+   * commit is then checked, at two statements more; on one server nothing is added.
+   *
+   * Why: a transaction that another node's write set aborts (a brute-force abort) while the
+   * client sits between two statements can be rolled back without any statement reporting it:
+   * later reads and the COMMIT answer OK and the session is simply outside a transaction
+   * (seen on MariaDB 10.11 in the 12-acquirer churn test of test/conformance/fencing.ts: two
+   * acquisitions got one token, one of them never committed). So before COMMIT the session must
+   * still be in its transaction, and after it the GTID of the session's last replicated write
+   * set must have moved on (a rollback between the check and COMMIT leaves it where it was).
+   * Either failing is reported as a deadlock: rolled back whole, so `retryTransient` may run the
+   * transaction again.
+   */
+  readonly mustCommitWrites?: (result: A) => boolean
+}
 
 /**
  * Like `readCommittedTransaction`, at the session's own isolation level: a MySQL/MariaDB
@@ -47,7 +70,8 @@ export const sessionTransaction = <A, E, R>(
 const reservedTransaction = <A, E, R>(
   sql: SqlClient.SqlClient,
   start: string,
-  effect: Effect.Effect<A, E, R>
+  effect: Effect.Effect<A, E, R>,
+  options?: CommitOptions<A>
 ): Effect.Effect<A, E | SqlError, R> =>
   Effect.flatMap(
     inTransaction,
@@ -60,7 +84,23 @@ const reservedTransaction = <A, E, R>(
             restore(Effect.provideService(effect, SqlClient.TransactionConnection, [conn, 0] as const))
           )
           if (Exit.isSuccess(exit)) {
+            const check = isGaleraCluster(sql) && options?.mustCommitWrites?.(exit.value) === true
+            const rollback = Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined))
+            const before = check
+              ? (yield* Effect.tapError(conn.executeUnprepared(writeSetCheck.beforeCommit, [], undefined), () =>
+                rollback))[0]
+              : undefined
+            if (check && Number(before?.open) !== 1) {
+              yield* rollback
+              return yield* Effect.fail(writesLost("the transaction was rolled back before COMMIT"))
+            }
             yield* conn.executeUnprepared("COMMIT", [], undefined)
+            if (check) {
+              const after = (yield* conn.executeUnprepared(writeSetCheck.afterCommit, [], undefined))[0]
+              if (String(after?.gtid) === String(before?.gtid)) {
+                return yield* Effect.fail(writesLost("COMMIT answered OK but replicated no write set"))
+              }
+            }
             return exit.value
           }
           yield* Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined))
@@ -68,3 +108,10 @@ const reservedTransaction = <A, E, R>(
         }))
       )
   )
+
+// Reported like a deadlock victim (ER_LOCK_DEADLOCK): the transaction's writes are all gone.
+const writesLost = (what: string) =>
+  new SqlError({
+    cause: { code: "ER_LOCK_DEADLOCK", message: `Galera: ${what}` },
+    message: `Galera: ${what}`
+  })

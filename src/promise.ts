@@ -28,6 +28,12 @@ export interface PromiseJobContext {
   readonly attempt: number
   readonly host: string
   /**
+   * The lease this attempt holds (a job with a concurrency key or `exclusive`) with its fencing
+   * token, greater than every earlier holder's: hand it to a resource that keeps the highest
+   * (README, "What a lease can and cannot promise"). Null for a job without a lease.
+   */
+  readonly lease: { readonly name: string; readonly fencingToken: bigint } | null
+  /**
    * Aborted when the attempt is interrupted (its timeout, a lost lease with `onLeaseLost:
    * "interrupt"`, or a worker stopping past its grace period): pass it on to fetch and friends.
    */
@@ -63,6 +69,7 @@ export const defineJob = <A = unknown, I = A>(def: PromiseJobDefinition<A, I>): 
       Effect.gen(function*() {
         const ctx = yield* Job.JobContext
         const runtime = yield* Effect.runtime<never>()
+        const lease = Option.getOrNull(yield* ctx.lease)
         yield* Effect.tryPromise({
           try: async (signal) =>
             def.perform(payload, {
@@ -71,6 +78,7 @@ export const defineJob = <A = unknown, I = A>(def: PromiseJobDefinition<A, I>): 
               queue: ctx.queue,
               attempt: ctx.attempt,
               host: ctx.host,
+              lease: lease === null ? null : { name: lease.name, fencingToken: lease.fencingToken },
               signal,
               heartbeat: () => settle(Runtime.runPromiseExit(runtime)(ctx.heartbeat))
             }),

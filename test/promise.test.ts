@@ -252,12 +252,14 @@ describe.each(targets)("Promise API on $name", (target) => {
     },
     async () => {
       const attempts: Array<number> = []
+      const leases: Array<{ readonly name: string; readonly fencingToken: bigint } | null> = []
       let stuck = true
       const Stuck = defineJob<{ readonly n: number }>({
         name: "Stuck",
         concurrencyKey: "stuck",
         perform: (_payload, job) => {
           attempts.push(job.attempt)
+          leases.push(job.lease)
           // The first run waits until the worker's stop interrupts it (its signal aborts).
           if (!stuck) return
           return new Promise<void>((resolve) => job.signal.addEventListener("abort", () => resolve()))
@@ -278,6 +280,9 @@ describe.each(targets)("Promise API on $name", (target) => {
         await until(async () => (await lh.getJob(id))?.status === "completed")
         await second.stop()
         expect(attempts).toEqual([1, 1])
+        // Each run sees its lease, the second acquisition with a greater fencing token.
+        expect(leases.map((l) => l?.name)).toEqual(["key:stuck", "key:stuck"])
+        expect(leases[1]!.fencingToken > leases[0]!.fencingToken).toBe(true)
       } finally {
         await done()
       }

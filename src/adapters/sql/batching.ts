@@ -7,7 +7,8 @@
  * returns. An idle worker therefore sends batches of one with no added delay, and a busy one
  * sends fewer, larger statements: the busier, the larger.
  */
-import { Deferred, Effect, Exit } from "effect"
+import { Effect, Exit } from "effect"
+import { type OneShot, unsafeMakeOneShot } from "../../core/oneShot.ts"
 
 /** Submits one item and waits for its own result. */
 export type Batched<I, O, E> = (item: I) => Effect.Effect<O, E>
@@ -22,21 +23,21 @@ export const makeBatcher = <I, O, E>(
 ): Batched<I, O, E> => {
   interface Entry {
     readonly item: I
-    readonly done: Deferred.Deferred<O, E>
+    readonly done: OneShot<O, E>
   }
   let pending: Array<Entry> = []
   let running = false
 
   const runBatch = (batch: ReadonlyArray<Entry>) =>
-    Effect.flatMap(Effect.exit(run(batch.map((e) => e.item))), (exit) =>
-      Effect.forEach(batch, (e, i) =>
-        Deferred.done(
-          e.done,
+    Effect.map(Effect.exit(run(batch.map((e) => e.item))), (exit) =>
+      batch.forEach((e, i) =>
+        e.done.complete(
           Exit.flatMap(exit, (results) =>
             i < results.length
               ? Exit.succeed(results[i]!)
               : Exit.die(new Error(`batch returned ${results.length} results for ${batch.length} items`)))
-        ), { discard: true }))
+        )
+      ))
 
   // Runs batches until nothing is pending, then lets the next call start again.
   const drain: Effect.Effect<void> = Effect.suspend(() => {
@@ -50,17 +51,13 @@ export const makeBatcher = <I, O, E>(
   })
 
   return (item) =>
-    Effect.gen(function*() {
-      const done = yield* Deferred.make<O, E>()
-      const start = yield* Effect.sync(() => {
-        pending.push({ item, done })
-        if (running) return false
-        running = true
-        return true
-      })
+    Effect.suspend(() => {
+      const done = unsafeMakeOneShot<O, E>()
+      pending.push({ item, done })
+      if (running) return done.await
+      running = true
       // The batch runs in a fiber of its own, so it completes even if the caller that started
       // it is interrupted meanwhile (its item's result is then simply not awaited).
-      if (start) yield* Effect.forkDaemon(drain)
-      return yield* Deferred.await(done)
+      return Effect.zipRight(Effect.forkDaemon(drain), done.await)
     })
 }

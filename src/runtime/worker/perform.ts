@@ -9,6 +9,7 @@ import { leaseExpiresAt } from "../../core/lease.ts"
 import type { JobRow } from "../../core/model.ts"
 import { JobLeases, JobStore } from "../../ports/JobStore.ts"
 import { type HeldLease, JobContext, type JobContextApi, type RegisteredJob } from "../Job.ts"
+import { unsafeMakeOneShot } from "../../core/oneShot.ts"
 import { holderOf } from "./outcome.ts"
 import { watch, type Watch } from "./watchdog.ts"
 
@@ -32,7 +33,9 @@ export const perform = (
     const type = registered.type
     const token = job.claimToken!
     const leaseRef = yield* Ref.make(Option.fromNullable(held))
-    const lost = yield* Deferred.make<never, LeaseLostError>()
+    // Made only for an attempt that perform's lease loss interrupts (a Deferred is dear: ../../core/oneShot.ts).
+    const interruptOnLoss = type.onLeaseLost === "interrupt" && held !== undefined
+    const lost = interruptOnLoss ? yield* Deferred.make<never, LeaseLostError>() : undefined
     const lostLogged = yield* Ref.make(false)
 
     // A lease lost at renewal is logged once, not thrown: the run goes on (or is interrupted, if
@@ -55,7 +58,7 @@ export const perform = (
           `lease ${lease.name} was lost: now held by ${holder ?? "nobody"}, not by this attempt (${token}); ` +
             (type.onLeaseLost === "interrupt" ? "interrupting perform" : "perform carries on")
         )
-        if (type.onLeaseLost === "interrupt") {
+        if (lost !== undefined) {
           yield* Deferred.fail(lost, new LeaseLostError({ leaseName: lease.name, owner: token, holder }))
           // perform must not go on past this heartbeat: wait here to be interrupted.
           return yield* Effect.never
@@ -85,22 +88,23 @@ export const perform = (
 
     const seconds = job.claimTimeout ?? type.timeoutSeconds
     const run = registered.perform(payload).pipe(Effect.provideService(JobContext, context))
-    const guarded = type.onLeaseLost === "interrupt" && held !== undefined
-      ? Effect.raceFirst(run, Deferred.await(lost))
-      : run
+    const guarded = lost !== undefined ? Effect.raceFirst(run, Deferred.await(lost)) : run
     // perform runs in a fiber of its own, so on timeout we return at once even if it ignores
     // interruption; it may still be running, which is why a timed-out attempt leaves its lease
     // to expire. Its timer is ./watchdog.ts.
-    const done = yield* Deferred.make<Exit.Exit<unknown, unknown>>()
-    const fiber = yield* Effect.forkDaemon(Effect.flatMap(Effect.exit(guarded), (exit) => Deferred.succeed(done, exit)))
+    const done = unsafeMakeOneShot<Exit.Exit<unknown, unknown>, never>()
+    const fiber = yield* Effect.forkDaemon(
+      Effect.map(Effect.exit(guarded), (exit) => done.complete(Exit.succeed(exit)))
+    )
     const cancel = yield* timer(
       Duration.seconds(seconds),
       // Built only when late: an error captures a stack trace, too dear to make per attempt.
-      Effect.suspend(() =>
-        Effect.zipRight(Deferred.succeed(done, Exit.fail(new JobTimeoutError({ seconds }))), Fiber.interruptFork(fiber))
-      )
+      Effect.suspend(() => {
+        done.complete(Exit.succeed(Exit.fail(new JobTimeoutError({ seconds }))))
+        return Fiber.interruptFork(fiber)
+      })
     )
-    return yield* Deferred.await(done).pipe(
+    return yield* done.await.pipe(
       // Interrupted from outside (a stopping worker): wait until perform has stopped, so the
       // attempt can be handed back and its lease released without overlapping it (./handBack.ts).
       Effect.onInterrupt(() => Fiber.interrupt(fiber)),

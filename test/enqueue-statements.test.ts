@@ -6,15 +6,16 @@
  */
 import { SqlClient } from "@effect/sql"
 import { expect, it } from "@effect/vitest"
-import { Effect, Layer, Logger, LogLevel, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { countingLayer, sqlLayer, StatementCount } from "../bench/lib/sql.ts"
+import { StatementCount } from "../bench/lib/sql.ts"
 import * as JobStoreModule from "../src/JobStore.ts"
 import { tableNames } from "../src/core/tables.ts"
 import { define, enqueueMany } from "../src/runtime/Job.ts"
 import * as Migrator from "../src/runtime/migrate.ts"
+import { overCountingClient } from "./support/counting.ts"
 import { MYSQL_URL, PG_URL, uniquePrefix } from "./support/urls.ts"
 
 const Noop = define({ name: "noop", schema: Schema.Struct({ i: Schema.Number }), perform: () => Effect.void })
@@ -40,12 +41,7 @@ for (const [name, url] of Object.entries(targets)) {
       expect(result.inserted).toBe(2_500)
       expect(Number(count?.n)).toBe(2_500)
       expect(statements).toBe(5)
-    }).pipe(
-      Effect.scoped,
-      Logger.withMinimumLogLevel(LogLevel.Warning),
-      Effect.provide(countingLayer.pipe(Layer.provideMerge(sqlLayer(url)))),
-      Effect.orDie
-    ), {
+    }).pipe(overCountingClient(url)), {
     timeout: 60_000
   })
 }

@@ -7,7 +7,8 @@
  * connection (queries, BEGIN/COMMIT/ROLLBACK, savepoints) adds one to `StatementCount`. It
  * counts at the `Connection`, so statements inside transactions are counted as well. On
  * PostgreSQL the `PgClient` service is passed through (its config, listen and notify), so a
- * worker still finds the LISTEN settings it looks for.
+ * worker still finds the LISTEN settings it looks for. With `BENCH_SQL_LOG=<file>` set, each
+ * counted statement's text is also appended to that file, one line each (what scenario 6 counts).
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
 import { SqlClient } from "@effect/sql"
@@ -18,6 +19,7 @@ import { MysqlClient } from "@effect/sql-mysql2"
 import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Context, Effect, Layer, Option, Redacted, Stream } from "effect"
+import { appendFileSync } from "node:fs"
 import { clusterClientLayer } from "../../src/adapters/mysql/cluster.ts"
 import { isMysqlUrl, isPostgresUrl } from "../../src/adapters/clients.ts"
 import { nodeUrls } from "../../src/adapters/mysql/urls.ts"
@@ -73,21 +75,26 @@ export const countingLayer: Layer.Layer<SqlClient.SqlClient | StatementCount, ne
       const inner = yield* SqlClient.SqlClient
       const pg = yield* Effect.serviceOption(PgClient.PgClient)
       let n = 0
-      const counted = <A>(effect: Effect.Effect<A, SqlError>): Effect.Effect<A, SqlError> =>
+      const log = process.env.BENCH_SQL_LOG
+      const count = (sql: string) => {
+        n++
+        if (log !== undefined && log !== "") appendFileSync(log, `${sql.replace(/\s+/g, " ")}\n`)
+      }
+      const counted = <A>(sql: string, effect: Effect.Effect<A, SqlError>): Effect.Effect<A, SqlError> =>
         Effect.suspend(() => {
-          n++
+          count(sql)
           return effect
         })
       const wrap = (c: Connection): Connection => ({
-        execute: (sql, params, transformRows) => counted(c.execute(sql, params, transformRows)),
-        executeRaw: (sql, params) => counted(c.executeRaw(sql, params)),
+        execute: (sql, params, transformRows) => counted(sql, c.execute(sql, params, transformRows)),
+        executeRaw: (sql, params) => counted(sql, c.executeRaw(sql, params)),
         executeStream: (sql, params, transformRows) =>
           Stream.suspend(() => {
-            n++
+            count(sql)
             return c.executeStream(sql, params, transformRows)
           }),
-        executeValues: (sql, params) => counted(c.executeValues(sql, params)),
-        executeUnprepared: (sql, params, transformRows) => counted(c.executeUnprepared(sql, params, transformRows))
+        executeValues: (sql, params) => counted(sql, c.executeValues(sql, params)),
+        executeUnprepared: (sql, params, transformRows) => counted(sql, c.executeUnprepared(sql, params, transformRows))
       })
       const acquirer = Effect.map(inner.reserve, wrap)
       const compiler = inner.onDialectOrElse({
@@ -104,6 +111,7 @@ export const countingLayer: Layer.Layer<SqlClient.SqlClient | StatementCount, ne
         get: () => n,
         reset: () => {
           n = 0
+          if (log !== undefined && log !== "") appendFileSync(log, "-- reset\n")
         }
       }
       const base = Context.make(SqlClient.SqlClient, client).pipe(Context.add(StatementCount, counter))

@@ -78,20 +78,23 @@ const query = (client: pg.Client, s: Statement) => client.query(s.sql, s.params 
 export const rawPg = async (url: string, n: number): Promise<PairsResult> => {
   const statements = leaseStatements(postgres.syntax, postgres.lease, TABLE)
   const acquire = postgres.lease.acquire
-  if (acquire.kind !== "upsert") throw new Error("raw-pg: PostgreSQL's lease acquire is expected to be one upsert")
+  if (acquire.kind !== "upsertWithToken") {
+    throw new Error("raw-pg: PostgreSQL's lease acquire is expected to be one upsert that bumps the token")
+  }
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   const pair = async (i: number) => {
     const name = `bench-${i}`
     const now = Date.now()
     const row = { name, owner: OWNER, host: null, acquiredAt: now, expiresAt: now + TTL_MS }
-    const acquired = await query(client, acquire.statement(statements.quoted, row))
+    const acquired = await query(client, acquire.statement(statements.quoted, statements.tokens, row))
     if (acquired.rows.length !== 1) throw new Error(`raw-pg: acquire of ${name} returned ${acquired.rows.length} rows`)
     const released = await query(client, statements.release(name, OWNER))
     if (released.rowCount !== 1) throw new Error(`raw-pg: release of ${name} changed ${released.rowCount} rows`)
   }
   try {
     await query(client, statements.createTable)
+    await query(client, statements.createTokensTable)
     for (let i = -WARMUP; i < 0; i++) await pair(i)
     const t0 = performance.now()
     for (let i = 0; i < n; i++) await pair(i)

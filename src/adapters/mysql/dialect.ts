@@ -4,7 +4,8 @@
  * names compare exactly as written (the server default is case-insensitive).
  */
 import { MAX_HISTORY } from "../../core/history.ts"
-import { type Dialect, errorCode, isNetworkError, JOB_COLUMNS, newJobRows } from "../sql/dialect.ts"
+import { type Dialect, errorCode, isNetworkError, JOB_COLUMNS, type JobSqlContext, newJobRows } from "../sql/dialect.ts"
+import { NEXT_READ_COMMITTED } from "../sql/transaction.ts"
 import { literalInt, RawSql, type Syntax, sqlFor } from "../sql/statement.ts"
 
 const syntax: Syntax = {
@@ -13,6 +14,13 @@ const syntax: Syntax = {
   quote: (id) => `\`${id}\``
 }
 const sql = sqlFor(syntax)
+
+// Makes the next statement's transaction READ COMMITTED (src/adapters/sql/transaction.ts).
+const nextReadCommitted = new RawSql(NEXT_READ_COMMITTED)
+
+// The best waiter on a lease made due now; `also` narrows the WHERE further.
+const handOffWhere = ({ sql, jobs }: JobSqlContext, leaseName: string, now: number, exceptId: string, also: RawSql) =>
+  sql`UPDATE ${jobs} SET run_at = LEAST(run_at, ${now}) WHERE lease_name = ${leaseName} AND status = 'pending' AND id <> ${exceptId}${also} ORDER BY priority DESC, created_at ASC LIMIT 1`
 
 /** The MySQL / MariaDB dialect. */
 export const mysql: Dialect = {
@@ -32,7 +40,17 @@ export const mysql: Dialect = {
     // abort an enclosing transaction; the caller then reads the row and tries a take-over.
     insert: (t, row) =>
       sql`INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt})`,
-    acquire: { kind: "readThenInsert" },
+    // `packed`: `@lh_got` is 1 unless the INSERT met a row, where the first assignment of its
+    // UPDATE sets it to whether that row expired strictly before now; the later assignments
+    // (MySQL assigns left to right, `expiresat` last) take the row over only then. The row lock
+    // the INSERT holds queues concurrent callers of one name, who then see the winner's row. The
+    // counter is bumped only by the winner, in the same transaction. The last SELECT is a locking
+    // read, so inside a caller's REPEATABLE READ transaction too it sees the latest owner.
+    acquire: {
+      kind: "readThenInsert",
+      packed: (t, tokens, row) =>
+        sql`SET @lh_got = 1; INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt}) ON DUPLICATE KEY UPDATE lockowner = IF((@lh_got := expiresat < VALUES(acquiredat)), VALUES(lockowner), lockowner), lockhost = IF(@lh_got, VALUES(lockhost), lockhost), acquiredat = IF(@lh_got, VALUES(acquiredat), acquiredat), expiresat = IF(@lh_got, VALUES(expiresat), expiresat); INSERT INTO ${tokens} (lockname, token) SELECT ${row.name}, 1 FROM DUAL WHERE @lh_got = 1 ON DUPLICATE KEY UPDATE token = token + 1; SELECT @lh_got AS got, l.lockowner, k.token FROM ${t} l LEFT JOIN ${tokens} k ON k.lockname = l.lockname WHERE l.lockname = ${row.name} LOCK IN SHARE MODE`
+    },
     createTokensTable: (tokens) =>
       sql`CREATE TABLE IF NOT EXISTS ${tokens} (
   lockname VARCHAR(100) NOT NULL PRIMARY KEY,
@@ -98,12 +116,20 @@ export const mysql: Dialect = {
           sql`SELECT id FROM ${jobs} WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT 1`
       }
     },
-    finish: { kind: "steps" },
+    // `packed`: the outcome at READ COMMITTED (as the store's own writes), the owner-fenced
+    // release, and the hand-off only if the release deleted a row (`@lh_released`); ROW_COUNT()
+    // counts matched rows, as mysql2's affectedRows does.
+    finish: {
+      kind: "steps",
+      packed: (c, f) =>
+        c.sql`${nextReadCommitted}; ${f.outcome}; SET @lh_written = ROW_COUNT(); DELETE FROM ${c.jobLocks} WHERE lockname = ${f.leaseName} AND lockowner = ${f.owner}; SET @lh_released = ROW_COUNT(); ${nextReadCommitted}; ${
+          handOffWhere(c, f.leaseName, f.now, f.id, new RawSql(" AND @lh_released > 0"))
+        }; SELECT @lh_written AS written, @lh_released AS released, ROW_COUNT() AS woke`
+    },
     updateReports: "count",
     isolation: "readCommitted",
     // MySQL cannot select from the table it updates; a single-table UPDATE takes ORDER BY and LIMIT.
-    handOff: ({ sql, jobs }, leaseName, now, exceptId) =>
-      sql`UPDATE ${jobs} SET run_at = LEAST(run_at, ${now}) WHERE lease_name = ${leaseName} AND status = 'pending' AND id <> ${exceptId} ORDER BY priority DESC, created_at ASC LIMIT 1`,
+    handOff: (c, leaseName, now, exceptId) => handOffWhere(c, leaseName, now, exceptId, new RawSql("")),
     upsertHost: ({ sql, hosts }, host, now, maxConcurrent, codeVersion) =>
       sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining, code_version) VALUES (${host}, ${now}, ${now}, 0, ${maxConcurrent}, 0, ${codeVersion}) ON DUPLICATE KEY UPDATE last_seen_at = VALUES(last_seen_at), max_concurrent = VALUES(max_concurrent), code_version = VALUES(code_version)`,
     ensureHost: ({ sql, hosts }, host, now) =>

@@ -34,6 +34,7 @@ import * as LeaseLock from "./LeaseLock.ts"
 import { leaseStatements } from "./leaseStatements.ts"
 import { causeOf, retryReconnecting, retryTransient } from "./retry.ts"
 import { SqlList, type Statement } from "./statement.ts"
+import { isGaleraCluster } from "../mysql/galera.ts"
 import { inTransaction, NEXT_READ_COMMITTED, readCommittedTransaction } from "./transaction.ts"
 
 /**
@@ -351,23 +352,42 @@ export const make = (
             : Effect.map(completeTogether(input), (written) => ({ written, lease: "none" as const })))
         : finishAlone(input)
 
+    // The outcome, the release and the hand-off in one round trip where the dialect can
+    // (src/adapters/sql/dialect.ts `FinishStrategy`): its row of counts, or undefined (steps).
+    const packedFinish = d.finish.kind === "steps" && !isGaleraCluster(sql) ? d.finish.packed : undefined
+    // Not packed inside the caller's transaction, whose isolation its SETs cannot change.
+    const finishTogether = (input: FinishInput, lease: string, inside: boolean) => {
+      const parts = () => s.finishParts(input.id, input.token, input.now, input.outcome, lease)
+      if (d.finish.kind === "oneStatement") return rows(d.finish.statement(s.context, parts()))
+      if (packedFinish === undefined || inside) return undefined
+      const st = packedFinish(s.context, parts())
+      return Effect.map(
+        sql.unsafe(st.sql, st.params as Array<unknown>).unprepared,
+        (results) => ([...results].reverse().find(Array.isArray) ?? []) as ReadonlyArray<Record<string, unknown>>
+      )
+    }
+
     const finishAlone = (input: FinishInput): Effect.Effect<Finished, SqlError> =>
       Effect.gen(function*() {
         let tries = 0
         const counted = <A>(effect: Effect.Effect<A, SqlError>) => Effect.suspend(() => (tries++, effect))
         const lease = input.lease
-        if (lease !== undefined && d.finish.kind === "oneStatement") {
-          const st = d.finish.statement(
-            s.context,
-            s.finishParts(input.id, input.token, input.now, input.outcome, lease)
-          )
-          const r = (yield* patiently("finish", `job ${input.id}`, counted(rows(st))))[0] ?? {}
+        const together = lease === undefined ? undefined : finishTogether(input, lease, yield* inTransaction)
+        if (lease !== undefined && together !== undefined) {
+          const r = (yield* patiently("finish", `job ${input.id}`, counted(together)))[0] ?? {}
           const written = yield* confirm(input, int(r.written) > 0, tries > 1)
           if (int(r.woke) > 0) yield* LocalWakeups.ring(tables.channel)
           if (int(r.released) > 0) {
             return { written, lease: "released" }
           }
-          return { written, lease: tries > 1 ? yield* lostAfterRetry(input, lease) : "lost" }
+          if (tries === 1) return { written, lease: "lost" }
+          // A packed finish sent again may have released the lease on its first try and failed
+          // before its hand-off: hand off now.
+          const after = yield* lostAfterRetry(input, lease)
+          if (after === "released" && d.finish.kind === "steps") {
+            yield* Effect.ignoreLogged(handOff(lease, input.now, input.id))
+          }
+          return { written, lease: after }
         }
         const n = yield* patiently(
           "finish",
@@ -377,15 +397,21 @@ export const make = (
         const written = yield* confirm(input, n > 0, tries > 1)
         if (lease === undefined) return { written, lease: "none" }
         tries = 0
-        const released = yield* Effect.either(
-          patiently("release", `lease ${lease}`, counted(changed(s.releaseLease(lease, input.token))))
-        )
+        // Where the release reports whether anyone waits, the hand-off is sent only then. A job
+        // that defers after the release looks at the lease again itself (src/runtime/worker/attempt.ts).
+        const release = d.updateReports === "rows"
+          ? Effect.map(rows(s.releaseLeaseReportingWaiter(lease, input.token, input.id)), (r) => ({
+            n: r.length,
+            waiting: r.some((x) => int(x.waiting) > 0)
+          }))
+          : Effect.map(changed(s.releaseLease(lease, input.token)), (n) => ({ n, waiting: true }))
+        const released = yield* Effect.either(patiently("release", `lease ${lease}`, counted(release)))
         if (Either.isLeft(released)) {
           yield* Effect.logWarning(`lease ${lease} release failed; it will expire`, released.left)
           return { written, lease: "unknown" }
         }
-        if (released.right > 0) {
-          yield* Effect.ignoreLogged(handOff(lease, input.now, input.id))
+        if (released.right.n > 0) {
+          if (released.right.waiting) yield* Effect.ignoreLogged(handOff(lease, input.now, input.id))
           return { written, lease: "released" }
         }
         return { written, lease: tries > 1 ? yield* lostAfterRetry(input, lease) : "lost" }

@@ -16,12 +16,13 @@ import {
   type RenewInput
 } from "../../ports/LeaseLock.ts"
 import { acquireRow, nowOr, resolveExpiry, validateLease, validateRelease } from "../leaseInput.ts"
+import { isGaleraCluster } from "../mysql/galera.ts"
 import { decodeLeaseRow } from "./decode.ts"
 import { dialectOf } from "./dialects.ts"
 import { type LeaseStatements, leaseStatements } from "./leaseStatements.ts"
 import { eitherInTransaction, retryTransient } from "./retry.ts"
 import type { Statement } from "./statement.ts"
-import { type CommitOptions, inTransaction, readCommittedTransaction } from "./transaction.ts"
+import { type CommitOptions, inTransaction, packedTransaction, readCommittedTransaction } from "./transaction.ts"
 
 // An acquisition's token (none: someone else holds the lease), and whether it bumped the counter.
 interface Acquired {
@@ -38,6 +39,7 @@ export const make = (options: { readonly table: string }): Effect.Effect<LeaseLo
   Effect.gen(function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     const dialect = dialectOf(sql)
+    const galera = isGaleraCluster(sql)
     const statements: LeaseStatements = leaseStatements(dialect.syntax, dialect.lease, options.table)
 
     // MySQL/MariaDB: an acquisition's transaction runs at READ COMMITTED, so its reads after a
@@ -81,7 +83,6 @@ export const make = (options: { readonly table: string }): Effect.Effect<LeaseLo
     const bumped = (row: LeaseRow) =>
       Effect.map(bump(row.name), (t): Acquired => ({ token: Option.some(t), bumped: true }))
     // A fresh acquisition (our write changed the row): bump the counter in the same transaction.
-    const acquired = (got: boolean, row: LeaseRow) => Effect.map(acquiredBumped(got, row), (a) => a.token)
     const acquiredBumped = (got: boolean, row: LeaseRow) => got ? bumped(row) : held(row)
 
     // Each operation is safe to run again whole after a deadlock: its writes are fenced
@@ -98,21 +99,40 @@ export const make = (options: { readonly table: string }): Effect.Effect<LeaseLo
             rows(strategy.statement(statements.quoted, statements.tokens, row)),
             (got) => got.length > 0 ? Effect.succeedSome(decodeToken(got[0]!.token)) : heldToken(row)
           )
-        case "upsert":
-          return transaction(
-            Effect.flatMap(rows(strategy.statement(statements.quoted, row)), (got) => acquired(got.length > 0, row))
-          )
+        case "bumpThenUpsert":
+          return Effect.flatMap(rows(strategy.bump(statements.quoted, statements.tokens, row)), (bumped) => {
+            if (bumped.length === 0) return heldToken(row)
+            const token = decodeToken(bumped[0]!.token)
+            return Effect.flatMap(
+              rows(strategy.upsert(statements.quoted, statements.tokens, row, token)),
+              (got) => got.length > 0 ? Effect.succeedSome(token) : heldToken(row)
+            )
+          })
         case "readThenInsert":
+          if (!galera) return packedAcquire(strategy.packed(statements.quoted, statements.tokens, row), row)
           // A token counts only if its bump was committed: on a Galera cluster the commit is
           // checked (`mustCommitWrites`, src/adapters/sql/transaction.ts).
-          return Effect.map(
-            transaction(Effect.flatMap(readThenInsert(row), (got) => acquiredBumped(got, row)), {
-              mustCommitWrites: (a) => a.bumped
-            }),
-            (a) => a.token
-          )
+          return readThenInsertAcquire(row)
       }
     }
+    const readThenInsertAcquire = (row: LeaseRow) =>
+      Effect.map(
+        transaction(Effect.flatMap(readThenInsert(row), (got) => acquiredBumped(got, row)), {
+          mustCommitWrites: (a) => a.bumped
+        }),
+        (a) => a.token
+      )
+    // One round trip (src/adapters/sql/dialect.ts `AcquireStrategy`): its last row says whether it
+    // took the lease, and with which token. A lease already ours keeps its token; one acquired
+    // before the counter existed (no token yet) gets one by the transaction above.
+    const packedAcquire = (statement: Statement, row: LeaseRow) =>
+      Effect.flatMap(packedTransaction(sql, statement), (results): Effect.Effect<Option.Option<bigint>, SqlError> => {
+        const r = ([...results].reverse().find(Array.isArray) as ReadonlyArray<Record<string, unknown>> | undefined)
+          ?.[0]
+        if (r === undefined || (Number(r.got) !== 1 && String(r.lockowner) !== row.owner)) return Effect.succeedNone
+        if (r.token === null || r.token === undefined) return readThenInsertAcquire(row)
+        return Effect.succeedSome(decodeToken(r.token))
+      })
     // Read first. The INSERT is only tried when no row exists, so the plain INSERT rarely meets a
     // duplicate, and a held lease costs one read. True when our write took the lease.
     // A deadlock (on Galera also a write set from another node) rolls the whole transaction back;

@@ -23,16 +23,33 @@ export type AcquireStrategy =
     readonly statement: (table: RawSql, tokens: RawSql, row: LeaseRow) => Statement
   }
   /**
-   * `INSERT … ON CONFLICT DO UPDATE … WHERE expired RETURNING`; a row back means we got it, and
-   * `bumpToken` follows in the same transaction (SQLite).
+   * Two statements, no transaction (SQLite, which has no data-modifying CTE). `bump` adds 1 to
+   * the counter only if the lease is free or expired at `row.acquiredAt` and returns the new
+   * `token` (no row: held, maybe by us). `upsert` then inserts or takes over the expired lease
+   * `RETURNING lockowner`, but only while the counter still holds `token`: a row back means we
+   * got it, with that token. Each acquisition thus writes its row when the counter holds its own
+   * token, which no other bump returned, so tokens strictly increase in acquisition order; a
+   * bump whose upsert lost a race is a token nobody holds.
    */
-  | { readonly kind: "upsert"; readonly statement: (table: RawSql, row: LeaseRow) => Statement }
+  | {
+    readonly kind: "bumpThenUpsert"
+    readonly bump: (table: RawSql, tokens: RawSql, row: LeaseRow) => Statement
+    readonly upsert: (table: RawSql, tokens: RawSql, row: LeaseRow, token: bigint) => Statement
+  }
   /**
    * Read first; insert when there is no row, else take over with a guarded UPDATE, then
    * `bumpToken`, all in one transaction (MySQL: a duplicate key fails a plain INSERT without
-   * aborting the transaction).
+   * aborting the transaction). That is the Galera cluster's form (its commit is checked,
+   * src/adapters/sql/transaction.ts `mustCommitWrites`). Elsewhere `packed` is used: statements
+   * sent as one multi-statement query, in one transaction, one round trip; they insert or take
+   * over the lease and bump the counter only if they did, and end with a SELECT of one row:
+   * `got` (1: this call took the lease), `lockowner` and the name's `token` (null: no counter
+   * row yet).
    */
-  | { readonly kind: "readThenInsert" }
+  | {
+    readonly kind: "readThenInsert"
+    readonly packed: (table: RawSql, tokens: RawSql, row: LeaseRow) => Statement
+  }
 
 /** What a dialect file supplies for the lease table. */
 export interface LeaseDialect {
@@ -255,8 +272,14 @@ export interface IdleProbeStatement {
 
 /** How an attempt that holds a lease ends. */
 export type FinishStrategy =
-  /** The outcome, the lease release and the hand-off, each its own statement (MySQL, SQLite). */
-  | { readonly kind: "steps" }
+  /**
+   * The outcome, the lease release and the hand-off, each its own statement (MySQL, SQLite).
+   * With `packed` (MySQL/MariaDB off a Galera cluster) the three go as one multi-statement query,
+   * one round trip, each still committing on its own and the hand-off run only if the release
+   * deleted our row; its last statement returns one row: written, released, woke (counts), as
+   * `oneStatement`'s does.
+   */
+  | { readonly kind: "steps"; readonly packed?: (c: JobSqlContext, f: FinishParts) => Statement }
   /**
    * One statement (PostgreSQL): writes the outcome (fenced on the claim token), releases the
    * lease (owner-fenced) and, only if it did, hands off to the best waiting job and wakes

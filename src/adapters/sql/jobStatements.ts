@@ -185,6 +185,13 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
     /** Releases an attempt's job lease (owner-fenced). */
     releaseLease: (leaseName: string, owner: string) =>
       sql`DELETE FROM ${jobLocks} WHERE lockname = ${leaseName} AND lockowner = ${owner}`,
+    /**
+     * `releaseLease` that returns the deleted row's `waiting`: whether a job other than
+     * `exceptId` waits on the lease (pending with that `lease_name`), i.e. whether a hand-off
+     * has anyone to wake. Only where a DELETE has RETURNING (`updateReports: "rows"`).
+     */
+    releaseLeaseReportingWaiter: (leaseName: string, owner: string, exceptId: string) =>
+      sql`DELETE FROM ${jobLocks} WHERE lockname = ${leaseName} AND lockowner = ${owner} RETURNING EXISTS (SELECT 1 FROM ${jobs} WHERE lease_name = ${leaseName} AND status = 'pending' AND id <> ${exceptId}) AS waiting`,
     /** The pieces of a one-statement finish (the `oneStatement` finish strategy). */
     finishParts: (id: string, token: string, now: number, o: Outcome, leaseName: string): FinishParts => ({
       id,

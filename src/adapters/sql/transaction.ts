@@ -38,6 +38,36 @@ export const readCommittedTransaction = <A, E, R>(
 ): Effect.Effect<A, E | SqlError, R> =>
   reservedTransaction(sql, `${NEXT_READ_COMMITTED}; START TRANSACTION`, effect, options)
 
+/**
+ * Sends `body` (several `;`-separated statements, MySQL/MariaDB) as ONE multi-statement query that
+ * runs them as a READ COMMITTED transaction and commits: one round trip. Returns the driver's
+ * result of each statement of `body`, in order. If a statement fails, the rest are not run and
+ * the transaction is rolled back before the connection goes back to the pool; the failure is
+ * returned. Inside the caller's transaction `body` alone is sent and joins it.
+ *
+ * Not for a Galera cluster: the COMMIT cannot be checked there (see `CommitOptions`).
+ */
+export const packedTransaction = (
+  sql: SqlClient.SqlClient,
+  body: { readonly sql: string; readonly params: ReadonlyArray<unknown> }
+): Effect.Effect<ReadonlyArray<unknown>, SqlError> =>
+  Effect.flatMap(inTransaction, (inside) =>
+    inside
+      ? sql.unsafe(body.sql, body.params as Array<unknown>).unprepared
+      : Effect.uninterruptible(Effect.scoped(Effect.gen(function*() {
+        const conn = yield* sql.reserve
+        const results = yield* Effect.tapError(
+          conn.executeUnprepared(
+            `${NEXT_READ_COMMITTED}; START TRANSACTION; ${body.sql}; COMMIT`,
+            body.params,
+            undefined
+          ),
+          () => Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined))
+        )
+        // The SET and the START before `body`, its COMMIT after.
+        return results.slice(2, -1)
+      }))))
+
 /** Options of `readCommittedTransaction`. */
 export interface CommitOptions<A> {
   /**

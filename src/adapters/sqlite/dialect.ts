@@ -39,11 +39,15 @@ export const sqlite: Dialect = {
     tableExists: (name) => sql`SELECT 1 AS present FROM sqlite_master WHERE type = 'table' AND name = ${name}`,
     insert: (t, row) =>
       sql`INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt}) ON CONFLICT (lockname) DO NOTHING`,
-    // Insert, or take over a lease that expired strictly before now, in one statement.
+    // Bump the counter if the lease is free or expired, then insert or take over a lease that
+    // expired strictly before now while the counter holds our token. Each statement runs alone
+    // (one writer at a time), so no BEGIN/COMMIT is needed (src/adapters/sql/dialect.ts).
     acquire: {
-      kind: "upsert",
-      statement: (t, row) =>
-        sql`INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt}) ON CONFLICT (lockname) DO UPDATE SET lockowner = excluded.lockowner, lockhost = excluded.lockhost, acquiredat = excluded.acquiredat, expiresat = excluded.expiresat WHERE expiresat < excluded.acquiredat RETURNING lockowner`
+      kind: "bumpThenUpsert",
+      bump: (t, tokens, row) =>
+        sql`INSERT INTO ${tokens} (lockname, token) SELECT ${row.name}, 1 WHERE NOT EXISTS (SELECT 1 FROM ${t} WHERE lockname = ${row.name} AND expiresat >= ${row.acquiredAt}) ON CONFLICT (lockname) DO UPDATE SET token = token + 1 RETURNING token`,
+      upsert: (t, tokens, row, token) =>
+        sql`INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) SELECT ${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt} WHERE (SELECT token FROM ${tokens} WHERE lockname = ${row.name}) = ${token} ON CONFLICT (lockname) DO UPDATE SET lockowner = excluded.lockowner, lockhost = excluded.lockhost, acquiredat = excluded.acquiredat, expiresat = excluded.expiresat WHERE expiresat < excluded.acquiredat RETURNING lockowner`
     },
     createTokensTable: (tokens) =>
       sql`CREATE TABLE IF NOT EXISTS ${tokens} (

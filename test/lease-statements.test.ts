@@ -5,6 +5,7 @@
  * one multi-statement query (its transaction inside it); SQLite a bump and an upsert, no
  * transaction. A busy lease: PostgreSQL and SQLite read the holder once more; MySQL/MariaDB's
  * query already returned it. The tokens are checked too: fresh, busy, already ours, after release.
+ * And MySQL/MariaDB's one-query acquisition, failing midway, leaves nothing behind.
  */
 import { SqlClient } from "@effect/sql"
 import { expect, it } from "@effect/vitest"
@@ -12,7 +13,7 @@ import { Effect, Option } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { StatementCount } from "../bench/lib/sql.ts"
+import { sqlLayer, StatementCount } from "../bench/lib/sql.ts"
 import { tokensTable } from "../src/core/tables.ts"
 import * as LeaseLock from "../src/adapters/sql/LeaseLock.ts"
 import { overCountingClient } from "./support/counting.ts"
@@ -66,3 +67,33 @@ for (const { name, url, fresh, busy } of targets) {
 }
 
 it("cleans up", () => rmSync(dir, { recursive: true, force: true }))
+
+// The packed acquisition's failure path (src/adapters/sql/transaction.ts packedTransaction): a
+// statement failing midway (here the counter table is gone) rolls back what the ones before it
+// wrote, and the connection goes back to the pool outside any transaction (a pool of one, so the
+// next statement runs on it).
+it.live(
+  "mysql: a packed acquisition failing midway leaves no lease row and no open transaction",
+  () =>
+    Effect.gen(function*() {
+      const table = `${uniquePrefix("lf")}_locks`
+      const sql = yield* SqlClient.SqlClient
+      const lock = yield* LeaseLock.make({ table })
+      yield* lock.ensureTable
+      yield* sql.unsafe(`DROP TABLE ${tokensTable(table)}`)
+      const failed = yield* Effect.either(
+        lock.tryAcquireToken({ name: "n", owner: "a", now: T0, expiresAt: T0 + 1000 })
+      )
+      const [open] = yield* sql.unsafe<{ open: unknown }>("SELECT @@in_transaction AS open")
+      const left = yield* lock.read("n")
+      yield* sql.unsafe(`DROP TABLE IF EXISTS ${table}`)
+      expect(failed._tag).toBe("Left")
+      expect(Number(open?.open)).toBe(0)
+      expect(left).toEqual(Option.none())
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(sqlLayer(MYSQL_URL, 1)),
+      Effect.orDie
+    ),
+  { timeout: 60_000 }
+)

@@ -5,7 +5,7 @@
  * waiting in a long-running worker's buffer that never starts.
  */
 import { expect, layer } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Logger, Option, Ref, Scope, TestClock } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber, Logger, Option, Ref, Scope, TestClock } from "effect"
 import { CancelFilterError, JobNotCancellableError, JobNotFoundError } from "../../src/core/errors.ts"
 import { JobLeases, JobStore } from "../../src/JobStore.ts"
 import {
@@ -19,6 +19,7 @@ import {
   retryDead
 } from "../../src/runtime/Job.ts"
 import * as Metrics from "../../src/runtime/metrics.ts"
+import { RECHECK_AFTER_MS } from "../../src/runtime/worker/longRunning.ts"
 import * as Worker from "../../src/runtime/Worker.ts"
 import { type AdapterName, layerFor } from "../support/databases.ts"
 import { Boom, eventually, gated, Ok, Payload, RunLog, withJobs } from "../support/jobs.ts"
@@ -257,7 +258,7 @@ export const cancelConformance = (adapter: AdapterName) =>
         expect(lines.filter((l) => /fenced/i.test(l))).toEqual([])
       }))
 
-    it.effect("a claimed job waiting in a long-running worker's buffer that is cancelled never starts; the worker counts it cancelled", () =>
+    it.effect("a claimed job that waited RECHECK_AFTER_MS or more in a long-running worker's buffer and was cancelled never starts; the worker counts it cancelled", () =>
       Effect.gen(function*() {
         const gate = yield* Deferred.make<void>()
         const started = yield* Deferred.make<void>()
@@ -273,9 +274,36 @@ export const cancelConformance = (adapter: AdapterName) =>
             // One runner: the first job runs, the second waits claimed in the worker's buffer.
             yield* eventually(Effect.map(row(second.id), (r) => r.status === "processing"))
             expect(yield* cancel(second.id)).toMatchObject({ wasRunning: true })
+            // It waits in the buffer long enough to be read again before it starts.
+            yield* TestClock.adjust(Duration.millis(RECHECK_AFTER_MS))
             yield* Deferred.succeed(gate, undefined)
             yield* eventually(Effect.map(api.stats, (s) => s.processed === 1 && s.cancelled === 1))
             expect(yield* Effect.flatMap(RunLog, Ref.get)).toEqual([])
+            expect(yield* statuses([first.id, second.id])).toEqual(["completed", "cancelled"])
+            yield* Scope.close(scope, Exit.void)
+          }))
+        )
+      }))
+
+    it.effect("a buffered job cancelled less than RECHECK_AFTER_MS after its claim starts, but its outcome is not written: counted cancelled, the row stays cancelled", () =>
+      Effect.gen(function*() {
+        const gate = yield* Deferred.make<void>()
+        const started = yield* Deferred.make<void>()
+        const Slow = gated("slow", gate, { started })
+        yield* withJobs(
+          [Slow, Ok],
+          withLog(Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            const first = yield* enqueue(Slow, { n: 1 }, { priority: 2 })
+            const second = yield* enqueue(Ok, { n: 2 }, { priority: 1 })
+            const { api, scope } = yield* startWorker({ host: "cx", concurrency: 1, pollInterval: "1 hour" })
+            yield* Deferred.await(started)
+            yield* eventually(Effect.map(row(second.id), (r) => r.status === "processing"))
+            expect(yield* cancel(second.id)).toMatchObject({ wasRunning: true })
+            // The Clock has not moved since the claim: the job starts without being read again.
+            yield* Deferred.succeed(gate, undefined)
+            yield* eventually(Effect.map(api.stats, (s) => s.processed === 1 && s.cancelled === 1))
+            expect((yield* Effect.flatMap(RunLog, Ref.get)).length).toBe(1)
             expect(yield* statuses([first.id, second.id])).toEqual(["completed", "cancelled"])
             yield* Scope.close(scope, Exit.void)
           }))

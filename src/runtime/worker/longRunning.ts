@@ -41,6 +41,21 @@ import { claimInput, reapWith } from "./turns.ts"
 import { runClaimed } from "./attempt.ts"
 import { runScheduler } from "./scheduler.ts"
 
+/**
+ * A claimed job that waited in the buffer at least this long (by the Clock) is read again before
+ * it starts, and not run if it was cancelled meanwhile (docs/behaviour.md §14). One that waited
+ * less starts at once: a cancel that soon after the claim is no different from one just after the
+ * start, which perform's next heartbeat or the outcome write notices. A busy worker's jobs wait a
+ * few milliseconds, so they skip the read (a third of a busy drain's statements, issue 13).
+ */
+export const RECHECK_AFTER_MS = 50
+
+/** A claimed job in the buffer, with when it was claimed. */
+interface Buffered {
+  readonly job: JobRow
+  readonly claimedAt: number
+}
+
 /** What a running worker reports (`skipped` counts deferrals on busy leases). */
 export interface WorkerStats extends QueueTally {
   readonly host: string
@@ -111,7 +126,7 @@ export const make = (
     // Claimed jobs not yet started. The claimer keeps up to `concurrency` of them ahead of the
     // runners, so a runner that ends an attempt starts the next one without waiting for a claim
     // (issue 13: claims and runs in lock-step left both Node and the database half idle).
-    const ready = yield* Queue.unbounded<JobRow>()
+    const ready = yield* Queue.unbounded<Buffered>()
     const room = { active: 0, buffered: 0, contended: 0 }
     // Claiming ahead pays on a queue of independent jobs; on a busy concurrency key it only
     // claims jobs to defer (issue 13's hot key). After a deferral, the next 2 × `concurrency`
@@ -158,23 +173,24 @@ export const make = (
             ))
         room.buffered += rows.length
         room.contended = Math.max(0, room.contended - rows.length)
-        yield* Queue.offerAll(ready, rows)
+        const claimedAt = yield* Clock.currentTimeMillis
+        yield* Queue.offerAll(ready, rows.map((job) => ({ job, claimedAt })))
         // Fewer than asked: nothing more is due now; wait for a wake-up signal or the poll.
         if (rows.length < free) yield* bell.idle
       }
     })
 
     const runner = Effect.forever(Effect.gen(function*() {
-      // A job that waited in the buffer is checked before it starts: it may have been cancelled
-      // since its claim. One handed straight to a waiting runner starts right after its claim.
-      const waited = yield* Queue.poll(ready)
-      const job = Option.isSome(waited) ? waited.value : yield* Queue.take(ready)
+      const { claimedAt, job } = yield* Queue.take(ready)
+      // A job that waited in the buffer is read again before it starts: it may have been
+      // cancelled since its claim (RECHECK_AFTER_MS).
+      const recheck = (yield* Clock.currentTimeMillis) - claimedAt >= RECHECK_AFTER_MS
       room.buffered--
       room.active++
       const result = yield* hands.guard(
         job,
         Effect.acquireUseRelease(running(1), () =>
-          runClaimed(job, o, { timer, recheck: Option.isSome(waited), rootSpan: true }), () =>
+          runClaimed(job, o, { timer, recheck, rootSpan: true }), () =>
           running(-1))
       )
         .pipe(
@@ -266,7 +282,7 @@ export const make = (
         const unstarted = yield* Queue.takeAll(ready)
         room.buffered -= unstarted.length
         yield* Queue.shutdown(ready)
-        yield* hands.handBack(Chunk.toReadonlyArray(unstarted))
+        yield* hands.handBack(Chunk.toReadonlyArray(unstarted).map((b) => b.job))
         if (Option.isNone(yield* within(Fiber.awaitAll(runners)))) {
           yield* Effect.logWarning(
             `worker ${o.host}: attempts still running after the grace period; interrupting them and handing them back`

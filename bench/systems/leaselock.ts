@@ -88,7 +88,7 @@ export const rawPg = async (url: string, n: number): Promise<PairsResult> => {
     const now = Date.now()
     const row = { name, owner: OWNER, host: null, acquiredAt: now, expiresAt: now + TTL_MS }
     const acquired = await query(client, acquire.statement(statements.quoted, statements.tokens, row))
-    if (acquired.rows.length !== 1) throw new Error(`raw-pg: acquire of ${name} returned ${acquired.rows.length} rows`)
+    if (acquired.rows[0]?.got !== 1) throw new Error(`raw-pg: acquire of ${name} did not take the lease`)
     const released = await query(client, statements.release(name, OWNER))
     if (released.rowCount !== 1) throw new Error(`raw-pg: release of ${name} changed ${released.rowCount} rows`)
   }

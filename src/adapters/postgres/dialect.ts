@@ -41,11 +41,12 @@ export const postgres: Dialect = {
     // Insert, or take over a lease that expired strictly before now, and bump the name's token
     // counter, in one statement that never raises a duplicate-key error (so an enclosing
     // transaction stays usable). Concurrent callers on one row queue on its lock and re-check the
-    // WHERE, so exactly one wins, and only the winner's CTE row reaches the counter.
+    // WHERE, so exactly one wins, and only the winner's CTE row reaches the counter. A caller that
+    // did not win gets the holder from the statement's snapshot instead (no second round trip).
     acquire: {
       kind: "upsertWithToken",
       statement: (t, tokens, row) =>
-        sql`WITH got AS (INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt}) ON CONFLICT (lockname) DO UPDATE SET lockowner = EXCLUDED.lockowner, lockhost = EXCLUDED.lockhost, acquiredat = EXCLUDED.acquiredat, expiresat = EXCLUDED.expiresat WHERE ${t}.expiresat < EXCLUDED.acquiredat RETURNING lockname) INSERT INTO ${tokens} (lockname, token) SELECT lockname, 1 FROM got ON CONFLICT (lockname) DO UPDATE SET token = ${tokens}.token + 1 RETURNING token`
+        sql`WITH got AS (INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt}) ON CONFLICT (lockname) DO UPDATE SET lockowner = EXCLUDED.lockowner, lockhost = EXCLUDED.lockhost, acquiredat = EXCLUDED.acquiredat, expiresat = EXCLUDED.expiresat WHERE ${t}.expiresat < EXCLUDED.acquiredat RETURNING lockname), bumped AS (INSERT INTO ${tokens} (lockname, token) SELECT lockname, 1 FROM got ON CONFLICT (lockname) DO UPDATE SET token = ${tokens}.token + 1 RETURNING token) SELECT 1 AS got, NULL AS lockowner, token FROM bumped UNION ALL SELECT 0, l.lockowner, k.token FROM ${t} l LEFT JOIN ${tokens} k ON k.lockname = l.lockname WHERE l.lockname = ${row.name} AND NOT EXISTS (SELECT 1 FROM bumped)`
     },
     createTokensTable: (tokens) =>
       sql`CREATE TABLE IF NOT EXISTS ${tokens} (

@@ -94,10 +94,10 @@ export const make = (options: { readonly table: string }): Effect.Effect<LeaseLo
       const strategy = dialect.lease.acquire
       switch (strategy.kind) {
         case "upsertWithToken":
-          // One statement: a row back is ours, with its new token.
+          // One statement: our new token, or the holder it saw.
           return Effect.flatMap(
             rows(strategy.statement(statements.quoted, statements.tokens, row)),
-            (got) => got.length > 0 ? Effect.succeedSome(decodeToken(got[0]!.token)) : heldToken(row)
+            (got) => tokenOrHolder(got[0], row)
           )
         case "bumpThenUpsert":
           return Effect.flatMap(rows(strategy.bump(statements.quoted, statements.tokens, row)), (bumped) => {
@@ -123,16 +123,29 @@ export const make = (options: { readonly table: string }): Effect.Effect<LeaseLo
         (a) => a.token
       )
     // One round trip (src/adapters/sql/dialect.ts `AcquireStrategy`): its last row says whether it
-    // took the lease, and with which token. A lease already ours keeps its token; one acquired
-    // before the counter existed (no token yet) gets one by the transaction above.
+    // took the lease, and with which token.
     const packedAcquire = (statement: Statement, row: LeaseRow) =>
-      Effect.flatMap(packedTransaction(sql, statement), (results): Effect.Effect<Option.Option<bigint>, SqlError> => {
-        const r = ([...results].reverse().find(Array.isArray) as ReadonlyArray<Record<string, unknown>> | undefined)
-          ?.[0]
-        if (r === undefined || (Number(r.got) !== 1 && String(r.lockowner) !== row.owner)) return Effect.succeedNone
-        if (r.token === null || r.token === undefined) return readThenInsertAcquire(row)
-        return Effect.succeedSome(decodeToken(r.token))
-      })
+      Effect.flatMap(
+        packedTransaction(sql, statement),
+        (results) =>
+          tokenOrHolder(
+            ([...results].reverse().find(Array.isArray) as ReadonlyArray<Record<string, unknown>> | undefined)?.[0],
+            row
+          )
+      )
+    // An acquisition's row (`got`, `lockowner`, `token`): our new token; none (no row, or another
+    // holder); or a lease already ours, with its token. One acquired before the counter existed
+    // (no token yet) gets one now, on MySQL in a transaction of its own.
+    const tokenOrHolder = (
+      r: Record<string, unknown> | undefined,
+      row: LeaseRow
+    ): Effect.Effect<Option.Option<bigint>, SqlError> => {
+      if (r === undefined || (Number(r.got) !== 1 && String(r.lockowner) !== row.owner)) return Effect.succeedNone
+      if (r.token === null || r.token === undefined) {
+        return dialect.lease.acquire.kind === "readThenInsert" ? readThenInsertAcquire(row) : heldToken(row)
+      }
+      return Effect.succeedSome(decodeToken(r.token))
+    }
     // Read first. The INSERT is only tried when no row exists, so the plain INSERT rarely meets a
     // duplicate, and a held lease costs one read. True when our write took the lease.
     // A deadlock (on Galera also a write set from another node) rolls the whole transaction back;

@@ -15,8 +15,10 @@ import { RawSql, type SqlList, type Statement, type Syntax } from "./statement.t
 export type AcquireStrategy =
   /**
    * One statement inserts or takes over and bumps the counter (PostgreSQL: `INSERT … ON CONFLICT
-   * DO UPDATE … WHERE expired RETURNING` in a data-modifying CTE); a row back means we got it and
-   * carries the new `token`.
+   * DO UPDATE … WHERE expired RETURNING` in a data-modifying CTE). It returns at most one row:
+   * `got` 1 with the new `token` when it took the lease; else `got` 0 with the `lockowner` and
+   * `token` the statement's snapshot shows (no row: none there). A lease ours before the
+   * statement began is in its snapshot; one another caller wrote meanwhile is not ours either way.
    */
   | {
     readonly kind: "upsertWithToken"

@@ -100,7 +100,13 @@ const runSpec = async (spec: ChildSpec): Promise<Record<string, number>> => {
         param(spec, "workers")
       )
       const idealMs = r.jobs * r.sleepMs
-      return { jobs: r.jobs, ms: r.ms, idealMs, overIdeal: r.ms / idealMs }
+      return {
+        jobs: r.jobs,
+        ms: r.ms,
+        idealMs,
+        overIdeal: r.ms / idealMs,
+        ...(r.statements === undefined ? {} : { statementsPerJob: r.statements / r.jobs })
+      }
     }
     case "latency": {
       const r = await need(driver.latency, label)(spec.url, param(spec, "samples"))

@@ -252,7 +252,9 @@ export const SCENARIOS: ReadonlyArray<ScenarioDef> = [
       { id: "graphile-worker", note: "one named queue, concurrency 4" }
     ],
     primary: "ms",
-    show: (m) => `${ms(get(m, "ms"))} = ${num(get(m, "overIdeal"))} × ideal`,
+    show: (m) =>
+      `${ms(get(m, "ms"))} = ${num(get(m, "overIdeal"))} × ideal` +
+      (m.statementsPerJob === undefined ? "" : `; ${num(get(m, "statementsPerJob"), 1)} statements/job`),
     ratios: [
       {
         label: "leasehold (PostgreSQL) drain ÷ graphile-worker drain",

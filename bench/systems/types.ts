@@ -38,6 +38,8 @@ export interface HotKeyResult {
   readonly jobs: number
   readonly sleepMs: number
   readonly ms: number
+  /** Statements sent from the worker's start to the last completion, where the system counts them. */
+  readonly statements?: number
 }
 
 /** Enqueue-to-start latencies, one per job, in milliseconds (warm-up jobs excluded). */

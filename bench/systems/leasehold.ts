@@ -199,9 +199,10 @@ export const hotKey = (url: string, n: number, sleep: number, workers: number): 
       onStart = () => {
         first = Math.min(first, performance.now())
       }
-      // One enqueue per job (in one transaction), as before issue 13's bulk enqueue: enqueueMany
-      // gives all 200 rows one created_at, and the drain then took about 1.6 times as long
-      // (measured: 6.8-7.0 vs 4.3 × ideal in one session) — under investigation, kept apart here.
+      // One enqueue per job (in one transaction), as in the published runs before the bulk
+      // enqueue of the drains: enqueueMany gives all 200 rows one created_at, and the drain then
+      // took longer (PostgreSQL at load 5: 6.8-7.0 × ideal, 5.0-5.9 once the hand-off broke ties
+      // by id, against 4.3 with one enqueue per job); kept apart from this scenario's figure.
       const sql = yield* SqlClient.SqlClient
       yield* sql.withTransaction(
         Effect.forEach(Array.from({ length: n }, (_, i) => i), (i) => enqueue(Hot, { i }), { discard: true })

@@ -120,7 +120,7 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
   // window function also keeps MySQL from merging the derived table, which it could not update
   // from; CASE is the portable LEAST/MIN.
   const handOffEach = (names: unknown, now: number) =>
-    sql`UPDATE ${jobs} SET run_at = CASE WHEN run_at > ${now} THEN ${now} ELSE run_at END WHERE id IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY lease_name ORDER BY priority DESC, created_at ASC) AS turn FROM ${jobs} WHERE lease_name IN (${names}) AND status = 'pending') waiting WHERE turn = 1)`
+    sql`UPDATE ${jobs} SET run_at = CASE WHEN run_at > ${now} THEN ${now} ELSE run_at END WHERE id IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY lease_name ORDER BY priority DESC, created_at ASC, id ASC) AS turn FROM ${jobs} WHERE lease_name IN (${names}) AND status = 'pending') waiting WHERE turn = 1)`
   // The row the reaper read, still stale: past its deadline, or (without one) not seen since.
   const reapGuard = (row: JobRow, now: number) =>
     row.staleAt !== null

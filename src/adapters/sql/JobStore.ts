@@ -344,23 +344,12 @@ export const make = (
         return items.map((i) => done.has(key(i.id, i.token)))
       }))
 
-    // A completion goes with the others of the moment (group commit). With a lease too where
-    // the outcome and the release are separate statements anyway (SQLite, a Galera cluster):
-    // the lease is released after the batch wrote the outcome. Not where one round trip does
-    // outcome, release and hand-off (PostgreSQL, MySQL): there a batched outcome plus a release
-    // measured slower on a hot key (PostgreSQL 8.1 -> 11.5 statements per job) and no faster on
-    // distinct keys. On SQLite, 10,000 jobs with a key each: 10,000 -> 2,000 outcome UPDATEs,
-    // 1.8 -> 0.65 s of SQLite's time in them.
-    const batchLeased = () => d.finish.kind === "steps" && packedFinish === undefined
     const finish = (input: FinishInput): Effect.Effect<Finished, SqlError> =>
-      input.outcome._tag === "Complete" && (input.lease === undefined || batchLeased())
+      input.outcome._tag === "Complete" && input.lease === undefined
         ? Effect.flatMap(inTransaction, (inside) =>
           inside
             ? finishAlone(input)
-            : Effect.flatMap(completeTogether({ ...input, lease: undefined }), (written) =>
-              input.lease === undefined
-                ? Effect.succeed({ written, lease: "none" as const })
-                : Effect.map(releaseAfter(input, input.lease), (lease) => ({ written, lease }))))
+            : Effect.map(completeTogether(input), (written) => ({ written, lease: "none" as const })))
         : finishAlone(input)
 
     // The outcome, the release and the hand-off in one round trip where the dialect can
@@ -407,33 +396,25 @@ export const make = (
         )
         const written = yield* confirm(input, n > 0, tries > 1)
         if (lease === undefined) return { written, lease: "none" }
-        return { written, lease: yield* releaseAfter(input, lease) }
-      })
-
-    // The lease of a finished attempt released, owner-fenced, and handed off. Where the release
-    // reports whether anyone waits, the hand-off is sent only then. A job that defers after the
-    // release looks at the lease again itself (src/runtime/worker/attempt.ts).
-    const releaseAfter = (input: FinishInput, lease: string): Effect.Effect<Finished["lease"], SqlError> =>
-      Effect.gen(function*() {
-        let tries = 0
-        const release = Effect.suspend(() => (tries++,
-          d.updateReports === "rows"
-            ? Effect.map(rows(s.releaseLeaseReportingWaiter(lease, input.token, input.id)), (r) => ({
-              n: r.length,
-              waiting: r.some((x) => int(x.waiting) > 0)
-            }))
-            : Effect.map(changed(s.releaseLease(lease, input.token)), (n) => ({ n, waiting: true })))
-        )
-        const released = yield* Effect.either(patiently("release", `lease ${lease}`, release))
+        tries = 0
+        // Where the release reports whether anyone waits, the hand-off is sent only then. A job
+        // that defers after the release looks at the lease again itself (src/runtime/worker/attempt.ts).
+        const release = d.updateReports === "rows"
+          ? Effect.map(rows(s.releaseLeaseReportingWaiter(lease, input.token, input.id)), (r) => ({
+            n: r.length,
+            waiting: r.some((x) => int(x.waiting) > 0)
+          }))
+          : Effect.map(changed(s.releaseLease(lease, input.token)), (n) => ({ n, waiting: true }))
+        const released = yield* Effect.either(patiently("release", `lease ${lease}`, counted(release)))
         if (Either.isLeft(released)) {
           yield* Effect.logWarning(`lease ${lease} release failed; it will expire`, released.left)
-          return "unknown"
+          return { written, lease: "unknown" }
         }
         if (released.right.n > 0) {
           if (released.right.waiting) yield* Effect.ignoreLogged(handOff(lease, input.now, input.id))
-          return "released"
+          return { written, lease: "released" }
         }
-        return tries > 1 ? yield* lostAfterRetry(input, lease) : "lost"
+        return { written, lease: tries > 1 ? yield* lostAfterRetry(input, lease) : "lost" }
       })
 
     // A woken waiter is due now: tell this process's workers too (src/adapters/localWakeups.ts),

@@ -27,15 +27,22 @@ const targets = [
   { name: "sqlite", url: join(dir, "leases.db"), fresh: 2, busy: 2 }
 ] as const
 
+/** A LeaseLock over a lock table of its own (created), with the client to drop it afterwards. */
+const freshLock = (label: string) =>
+  Effect.gen(function*() {
+    const table = `${uniquePrefix(label)}_locks`
+    const sql = yield* SqlClient.SqlClient
+    const lock = yield* LeaseLock.make({ table })
+    yield* lock.ensureTable
+    return { lock, sql, table }
+  })
+
 for (const { name, url, fresh, busy } of targets) {
   it.live(
     `a lease acquisition on ${name}: ${fresh} statement(s) when it takes the lease, ${busy} when it is busy`,
     () =>
       Effect.gen(function*() {
-        const table = `${uniquePrefix("ls")}_locks`
-        const sql = yield* SqlClient.SqlClient
-        const lock = yield* LeaseLock.make({ table })
-        yield* lock.ensureTable
+        const { lock, sql, table } = yield* freshLock("ls")
         const counter = yield* StatementCount
         const counted = <A, E>(effect: Effect.Effect<A, E>) =>
           Effect.gen(function*() {
@@ -76,10 +83,7 @@ it.live(
   "mysql: a packed acquisition failing midway leaves no lease row and no open transaction",
   () =>
     Effect.gen(function*() {
-      const table = `${uniquePrefix("lf")}_locks`
-      const sql = yield* SqlClient.SqlClient
-      const lock = yield* LeaseLock.make({ table })
-      yield* lock.ensureTable
+      const { lock, sql, table } = yield* freshLock("lf")
       yield* sql.unsafe(`DROP TABLE ${tokensTable(table)}`)
       const failed = yield* Effect.either(
         lock.tryAcquireToken({ name: "n", owner: "a", now: T0, expiresAt: T0 + 1000 })

@@ -35,7 +35,7 @@ import { leaseStatements } from "./leaseStatements.ts"
 import { causeOf, retryReconnecting, retryTransient } from "./retry.ts"
 import { SqlList, type Statement } from "./statement.ts"
 import { isGaleraCluster } from "../mysql/galera.ts"
-import { inTransaction, NEXT_READ_COMMITTED, readCommittedTransaction } from "./transaction.ts"
+import { inTransaction, lastRows, NEXT_READ_COMMITTED, readCommittedTransaction } from "./transaction.ts"
 
 /**
  * Rows per INSERT of `insertMany`: 15 parameters each, so a chunk stays far below every
@@ -363,7 +363,7 @@ export const make = (
       const st = packedFinish(s.context, parts())
       return Effect.map(
         sql.unsafe(st.sql, st.params as Array<unknown>).unprepared,
-        (results) => ([...results].reverse().find(Array.isArray) ?? []) as ReadonlyArray<Record<string, unknown>>
+        lastRows
       )
     }
 

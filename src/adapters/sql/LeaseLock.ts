@@ -22,7 +22,13 @@ import { dialectOf } from "./dialects.ts"
 import { type LeaseStatements, leaseStatements } from "./leaseStatements.ts"
 import { eitherInTransaction, retryTransient } from "./retry.ts"
 import type { Statement } from "./statement.ts"
-import { type CommitOptions, inTransaction, packedTransaction, readCommittedTransaction } from "./transaction.ts"
+import {
+  type CommitOptions,
+  inTransaction,
+  lastRows,
+  packedTransaction,
+  readCommittedTransaction
+} from "./transaction.ts"
 
 // An acquisition's token (none: someone else holds the lease), and whether it bumped the counter.
 interface Acquired {
@@ -127,11 +133,7 @@ export const make = (options: { readonly table: string }): Effect.Effect<LeaseLo
     const packedAcquire = (statement: Statement, row: LeaseRow) =>
       Effect.flatMap(
         packedTransaction(sql, statement),
-        (results) =>
-          tokenOrHolder(
-            ([...results].reverse().find(Array.isArray) as ReadonlyArray<Record<string, unknown>> | undefined)?.[0],
-            row
-          )
+        (results) => tokenOrHolder(lastRows(results)[0], row)
       )
     // An acquisition's row (`got`, `lockowner`, `token`): our new token; none (no row, or another
     // holder); or a lease already ours, with its token. One acquired before the counter existed

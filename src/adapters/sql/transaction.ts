@@ -68,6 +68,13 @@ export const packedTransaction = (
         return results.slice(2, -1)
       }))))
 
+/**
+ * The rows of the last statement that returned rows, in a multi-statement query's results (the
+ * driver gives rows for a SELECT or RETURNING, a result header for other statements).
+ */
+export const lastRows = (results: ReadonlyArray<unknown>): ReadonlyArray<Record<string, unknown>> =>
+  ([...results].reverse().find(Array.isArray) ?? []) as ReadonlyArray<Record<string, unknown>>
+
 /** Options of `readCommittedTransaction`. */
 export interface CommitOptions<A> {
   /**

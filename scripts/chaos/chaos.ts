@@ -45,6 +45,7 @@ import {
 } from "./check.ts"
 import { chaosClock, type ChaosClockConfig } from "./clock.ts"
 import {
+  controllerSqlLayer,
   type DbKind,
   dropPrefixed,
   isolateGaleraNode,
@@ -53,7 +54,6 @@ import {
   type RestartReport,
   restartServer,
   retryFor,
-  sqlLayer,
   urlFor
 } from "./db.ts"
 import {
@@ -269,6 +269,12 @@ class Scenario {
   readonly rng: () => number
   readonly windowWallMs: number
   readonly reapMs: number
+  /**
+   * How long an enqueue is retried (wall ms): a server restart, or on SQLite a worker paused
+   * while it held the write lock (the lock comes back with the SIGCONT), so longer than the
+   * longest pause.
+   */
+  readonly enqueueLimitMs: number
   readonly rt: ManagedRuntime.ManagedRuntime<JobStore.JobStore | JobStore.JobLeases | SqlClient.SqlClient, unknown>
   readonly slots: Array<WorkerProc | undefined> = []
   spare: Spare | undefined
@@ -292,10 +298,12 @@ class Scenario {
     this.rng = prng(o.seed * 7919 + index)
     this.windowWallMs = ((JOB_TIMEOUT_SECONDS + Math.max(60, JOB_TIMEOUT_SECONDS)) * 1000) / o.speed
     this.reapMs = Math.max(250, Math.round(15_000 / o.speed))
+    this.enqueueLimitMs = Math.max(20_000, this.longPauseMs(1) + 10_000)
     // The controller logs (the migrator's, say) go to stderr: stdout carries only the summary.
     this.rt = ManagedRuntime.make(
       JobStore.layer({ prefix: this.prefix }).pipe(
-        Layer.provideMerge(sqlLayer(this.url, 4)),
+        // On SQLite a short busy timeout: this process must never block on a paused worker's lock.
+        Layer.provideMerge(controllerSqlLayer(this.url, 4)),
         Layer.provideMerge(Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger))),
         Layer.provideMerge(Logger.minimumLogLevel(LogLevel.Warning))
       )
@@ -519,7 +527,7 @@ class Scenario {
         try {
           // The unique key makes a retry after a lost reply find the job instead of adding one.
           const r = await this.db(
-            retryFor(Job.enqueue(type, payload, { uniqueKey: `${this.prefix}${seq}` }), 20_000, 500)
+            retryFor(Job.enqueue(type, payload, { uniqueKey: `${this.prefix}${seq}` }), this.enqueueLimitMs, 500)
           )
           id = r.id
         } catch (e) {
@@ -538,15 +546,18 @@ class Scenario {
     }
   }
 
-  /** The fault plan, in ms after the chaos phase starts. */
+  /** A long pause (wall ms) for a roll `r` in [0, 1]: past the window, the skew and two reaper intervals. */
+  longPauseMs(r: number): number {
+    return this.windowWallMs + Math.abs(this.o.skewMs) / this.o.speed + 2 * this.reapMs + 2000 + r * 1000
+  }
+
   /** How long the next pause lasts (wall ms): see `ChaosOptions.pauses`. */
   pauseLength(index: number): number {
     const long = this.o.pauses === "long" || index % 2 === 1
-    return long
-      ? this.windowWallMs + Math.abs(this.o.skewMs) / this.o.speed + 2 * this.reapMs + 2000 + this.rng() * 1000
-      : this.windowWallMs * (1.05 + this.rng() * 0.45)
+    return long ? this.longPauseMs(this.rng()) : this.windowWallMs * (1.05 + this.rng() * 0.45)
   }
 
+  /** The fault plan, in ms after the chaos phase starts. */
   plan(): Array<{ readonly at: number; readonly run: () => Promise<unknown> }> {
     const total = this.o.seconds * 1000
     const out: Array<{ readonly at: number; readonly run: () => Promise<unknown> }> = []

@@ -4,7 +4,7 @@
  * Loopback only.
  */
 import { SqlClient } from "@effect/sql"
-import { Duration, Effect, Layer, Redacted } from "effect"
+import { Context, Duration, Effect, Layer, Redacted } from "effect"
 import { execFile } from "node:child_process"
 import { readdirSync, readFileSync } from "node:fs"
 import { dirname, join } from "node:path"
@@ -79,6 +79,34 @@ export const sqlLayer = (url: string, maxConnections = 6): Layer.Layer<SqlClient
       )
   }
 }
+
+/**
+ * How long the controller's SQLite connection waits for the write lock before SQLITE_BUSY (wall
+ * ms; better-sqlite3's default is 5 s). better-sqlite3 is synchronous: while it waits, the
+ * controller's whole event loop waits with it, including the timer that sends SIGCONT to a worker
+ * it paused. If that worker was stopped holding the write lock, an enqueue blocks for leasehold's
+ * nine tries of 5 s (45 s) and gives up, and the pause lasts as long. With 25 ms, one enqueue
+ * blocks for about a quarter of a second at most, and the controller retries it later
+ * (`retryFor`, which sleeps between tries), so the SIGCONT comes on time.
+ */
+export const CONTROLLER_BUSY_TIMEOUT_MS = 25
+
+/**
+ * The controller's SqlClient layer: `sqlLayer`, and on SQLite a busy timeout of
+ * `CONTROLLER_BUSY_TIMEOUT_MS` on its connection (the client has one, so the pragma holds for
+ * every statement). The workers keep the default: a worker blocking on the lock stalls only itself.
+ */
+export const controllerSqlLayer = (
+  url: string,
+  maxConnections?: number
+): Layer.Layer<SqlClient.SqlClient, unknown> =>
+  kindOfUrl(url) !== "sqlite"
+    ? sqlLayer(url, maxConnections)
+    : Layer.tap(
+      sqlLayer(url, maxConnections),
+      (context) =>
+        Context.get(context, SqlClient.SqlClient).unsafe(`PRAGMA busy_timeout = ${CONTROLLER_BUSY_TIMEOUT_MS}`)
+    )
 
 /** Loads the driver module for a URL now, so a later `sqlLayer` finds it in the module cache. */
 export const preloadDriver = async (url: string): Promise<void> => {

@@ -12,7 +12,7 @@ import { clientLayer, type PostgresClientOptions } from "./adapters/postgres/cli
 import type { AnyJobType } from "./runtime/Job.ts"
 import * as Leasehold from "./runtime/Leasehold.ts"
 
-export { clientLayer, PgClient, type PostgresClientOptions } from "./adapters/postgres/client.ts"
+export { clientLayer, PgClient, type PostgresClientOptions, PreparingClient } from "./adapters/postgres/client.ts"
 
 /** Options of `layer`: leasehold's, and where the database is. */
 export interface PostgresOptions<Types extends ReadonlyArray<AnyJobType>>

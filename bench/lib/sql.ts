@@ -23,6 +23,7 @@ import { appendFileSync } from "node:fs"
 import { clusterClientLayer } from "../../src/adapters/mysql/cluster.ts"
 import { isMysqlUrl, isPostgresUrl } from "../../src/adapters/clients.ts"
 import { nodeUrls } from "../../src/adapters/mysql/urls.ts"
+import { clientLayer as postgresClientLayer } from "../../src/adapters/postgres/client.ts"
 
 /**
  * The databases leasehold runs on, and the three-node Galera cluster of scripts/galera/start:
@@ -44,7 +45,9 @@ export const sqliteFilename = (url: string): string => url.replace(/^sqlite:(\/\
 export const sqlLayer = (url: string, maxConnections = 10): Layer.Layer<SqlClient.SqlClient, unknown> => {
   switch (backendOf(url)) {
     case "pg":
-      return PgClient.layer({ url: Redacted.make(url), maxConnections, connectTimeout: "10 seconds" })
+      // leasehold's own client layer, as an app gets it from leasehold/postgres (named prepared
+      // statements, src/adapters/postgres/preparing.ts; graphile-worker prepares its own too).
+      return postgresClientLayer(url, { maxConnections })
     case "mariadb":
     case "galera-one":
       return MysqlClient.layer({ url: Redacted.make(url.replace(/^mariadb:/, "mysql:")), maxConnections })

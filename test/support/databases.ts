@@ -6,7 +6,6 @@
  * every test that uses it (see `withJobs` in ./jobs.ts).
  */
 import { MysqlClient } from "@effect/sql-mysql2"
-import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
@@ -26,6 +25,7 @@ import { memoryJobStoreLayer } from "../../src/adapters/memory/JobStore.ts"
 import * as SqlJobInsights from "../../src/adapters/sql/JobInsights.ts"
 import type { JobInsights } from "../../src/ports/JobInsights.ts"
 import { clusterClientLayer, nodeUrls } from "../../src/adapters/mysql/cluster.ts"
+import { clientLayer as postgresClientLayer } from "../../src/adapters/postgres/client.ts"
 import { makeMemoryFences } from "../../src/adapters/memory/Fences.ts"
 import { makeMemoryLeaseLock } from "../../src/adapters/memory/LeaseLock.ts"
 import { tableNames } from "../../src/core/tables.ts"
@@ -172,10 +172,14 @@ const sqlDatabase = (adapter: AdapterName, label: string) =>
     })
   })
 
-/** PostgreSQL with a pool large enough that 50 concurrent calls use 50 connections. */
+/**
+ * PostgreSQL through leasehold's own client layer (named prepared statements,
+ * src/adapters/postgres/preparing.ts), with a pool large enough that 50 concurrent calls use 50
+ * connections.
+ */
 export const postgresLayer = (label: string) =>
   Layer.scoped(TestDatabase, sqlDatabase("postgres", label)).pipe(
-    Layer.provide(PgClient.layer({ url: Redacted.make(PG_URL), maxConnections: 50, onnotice: () => {} } as any)),
+    Layer.provide(postgresClientLayer(PG_URL, { maxConnections: 50 })),
     Layer.orDie
   )
 

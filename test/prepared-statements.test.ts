@@ -1,0 +1,110 @@
+/**
+ * PostgreSQL's client layer names repeated statements (src/adapters/postgres/preparing.ts): what
+ * it prepares, what it never does (no parameters, a `*` select list), the per-connection cap, and
+ * a statement whose result changed under it (ALTER TABLE … TYPE): that call fails, the next runs
+ * unnamed. Each test has one connection (maxConnections 1), so pg_prepared_statements — a
+ * per-session view — shows what that connection prepared. Tables have a prefix of their own.
+ */
+import { expect, it } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { clientLayer } from "../src/adapters/postgres/client.ts"
+import { MAX_PER_CONNECTION } from "../src/adapters/postgres/preparing.ts"
+import * as Postgres from "../src/postgres.ts"
+import { define, enqueue } from "../src/runtime/Job.ts"
+import * as Migrator from "../src/runtime/migrate.ts"
+import { PG_URL, uniquePrefix } from "./support/urls.ts"
+
+const Ping = define({ name: "ping", schema: Schema.Struct({ n: Schema.Number }), perform: () => Effect.void })
+
+/** The statements this session prepared, by text. */
+const preparedTexts = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  Effect.map(
+    sql<{ name: string; statement: string }>`SELECT name, statement FROM pg_prepared_statements`.withoutTransform,
+    (rows) => rows
+  ))
+
+/** Drops every table of `prefix` (leasehold's and the test's own). */
+const dropTables = (prefix: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.flatMap(
+      sql<{ t: string }>`SELECT tablename AS t FROM pg_tables WHERE tablename LIKE ${prefix + "%"}`.withoutTransform,
+      (rows) => Effect.forEach(rows, ({ t }) => sql.unsafe(`DROP TABLE IF EXISTS "${t}" CASCADE`), { discard: true })
+    ))
+
+it.effect("an enqueue repeated is parsed once: its INSERT is a named statement of the connection", () => {
+  const prefix = uniquePrefix("prep")
+  return Effect.gen(function*() {
+    yield* (yield* Migrator.make({ prefix })).run
+    yield* enqueue(Ping, { n: 1 })
+    yield* enqueue(Ping, { n: 2 })
+    const inserts = (yield* preparedTexts).filter((r) => r.statement.includes(`INSERT INTO "${prefix}jobs"`))
+    expect(inserts).toHaveLength(1)
+    expect(inserts[0]!.name).toMatch(/^lh_[0-9a-f]{40}$/)
+    yield* dropTables(prefix)
+  }).pipe(Effect.provide(Postgres.layer({ url: PG_URL, prefix, jobs: [Ping], maxConnections: 1 })))
+}, 60_000)
+
+it.effect("preparedStatements: false prepares nothing", () => {
+  const prefix = uniquePrefix("prep")
+  return Effect.gen(function*() {
+    yield* (yield* Migrator.make({ prefix })).run
+    yield* enqueue(Ping, { n: 1 })
+    yield* enqueue(Ping, { n: 2 })
+    expect(yield* preparedTexts).toEqual([])
+    yield* dropTables(prefix)
+  }).pipe(
+    Effect.provide(
+      Postgres.layer({ url: PG_URL, prefix, jobs: [Ping], maxConnections: 1, preparedStatements: false })
+    )
+  )
+}, 60_000)
+
+it.effect("statements without parameters, and select lists with a *, are never named; COUNT(*) is", () => {
+  const t = `${uniquePrefix("prep")}t`
+  return Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql.unsafe(`CREATE TABLE "${t}" (id INT PRIMARY KEY, a INT)`)
+    yield* sql.unsafe(`INSERT INTO "${t}" (id, a) VALUES (1, 10)`)
+    yield* sql.unsafe(`SELECT a FROM "${t}"`)
+    yield* sql.unsafe(`SELECT * FROM "${t}" WHERE id = $1`, [1])
+    yield* sql.unsafe(`SELECT t.* FROM "${t}" t WHERE id = $1`, [1])
+    yield* sql.unsafe(`SELECT COUNT(*) AS n FROM "${t}" WHERE id = $1`, [1])
+    const texts = (yield* preparedTexts).map((r) => r.statement)
+    expect(texts).toEqual([`SELECT COUNT(*) AS n FROM "${t}" WHERE id = $1`])
+    yield* sql.unsafe(`DROP TABLE "${t}"`)
+  }).pipe(Effect.provide(clientLayer(PG_URL, { maxConnections: 1 })))
+}, 60_000)
+
+it.effect(
+  `a connection names at most ${MAX_PER_CONNECTION} texts; later ones still run, unnamed`,
+  () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const results = yield* Effect.forEach(
+        Array.from({ length: MAX_PER_CONNECTION + 10 }, (_, i) => i),
+        (i) => sql.unsafe<{ v: number }>(`SELECT ${i} + $1::int AS v`, [1]).withoutTransform
+      )
+      expect(results.map((r) => r[0]!.v)).toEqual(Array.from({ length: MAX_PER_CONNECTION + 10 }, (_, i) => i + 1))
+      expect(yield* preparedTexts).toHaveLength(MAX_PER_CONNECTION)
+    }).pipe(Effect.provide(clientLayer(PG_URL, { maxConnections: 1 }))),
+  60_000
+)
+
+it.effect("a statement whose result type changed under it fails once, then runs unnamed", () => {
+  const t = `${uniquePrefix("prep")}t`
+  return Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const read = sql.unsafe<{ a: unknown }>(`SELECT a FROM "${t}" WHERE id = $1`, [1]).withoutTransform
+    yield* sql.unsafe(`CREATE TABLE "${t}" (id INT PRIMARY KEY, a INT)`)
+    yield* sql.unsafe(`INSERT INTO "${t}" (id, a) VALUES (1, 10)`)
+    expect(yield* read).toEqual([{ a: 10 }])
+    yield* sql.unsafe(`ALTER TABLE "${t}" ALTER COLUMN a TYPE TEXT`)
+    const refused = yield* Effect.flip(read)
+    // SQLSTATE 0A000: "cached plan must not change result type"
+    expect((refused.cause as { code?: string }).code).toBe("0A000")
+    expect(yield* read).toEqual([{ a: "10" }])
+    expect(yield* read).toEqual([{ a: "10" }])
+    yield* sql.unsafe(`DROP TABLE "${t}"`)
+  }).pipe(Effect.provide(clientLayer(PG_URL, { maxConnections: 1 })))
+}, 60_000)

@@ -49,13 +49,10 @@ export const sqlLayer = (url: string, maxConnections = 6): Layer.Layer<SqlClient
   const load = <A>(f: () => Promise<Layer.Layer<A, unknown>>) => Layer.unwrapEffect(Effect.promise(f))
   switch (kindOfUrl(url)) {
     case "pg":
+      // leasehold's own client layer, as an app gets it from leasehold/postgres (named prepared
+      // statements, src/adapters/postgres/preparing.ts): the guarantees are checked on what ships.
       return load(async () =>
-        (await import("@effect/sql-pg")).PgClient.layer({
-          url: Redacted.make(url),
-          maxConnections,
-          connectTimeout: "10 seconds",
-          applicationName: "leasehold-chaos"
-        })
+        (await import("../../src/adapters/postgres/client.ts")).clientLayer(url, { maxConnections })
       )
     case "mysql":
       return load(async () =>

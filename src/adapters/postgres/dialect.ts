@@ -117,6 +117,16 @@ released AS (DELETE FROM ${jobLocks} WHERE lockname = ${f.leaseName} AND lockown
 woke AS (UPDATE ${jobs} SET run_at = LEAST(run_at, ${f.now}) WHERE id = (SELECT id FROM ${jobs} WHERE lease_name = ${f.leaseName} AND status = 'pending' AND id <> ${f.id} AND EXISTS (SELECT 1 FROM released) ORDER BY priority DESC, created_at ASC, id ASC LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id),
 rung AS (SELECT pg_notify(${f.channel}, ${f.leaseName}) FROM woke)
 SELECT (SELECT COUNT(*) FROM done) AS written, (SELECT COUNT(*) FROM released) AS released, (SELECT COUNT(*) FROM rung) AS woke`,
+      // Several leased completions in one statement. Every part reads the statement's snapshot,
+      // where the attempts completed here are still processing: never their own waiters.
+      completeLeased: ({ sql, jobLocks }, p) =>
+        sql`WITH done AS (${p.done}),
+released AS (DELETE FROM ${jobLocks} WHERE (lockname, lockowner) IN (${p.leases}) RETURNING lockname, lockowner),
+woke AS (${p.handOff(sql`SELECT lockname FROM released`)} RETURNING id),
+rung AS (SELECT pg_notify(${p.channel}, 'hand-off') WHERE EXISTS (SELECT 1 FROM woke))
+SELECT 'done' AS kind, id AS a, claim_token AS b FROM done
+UNION ALL SELECT 'released', lockname, lockowner FROM released
+UNION ALL SELECT 'woke', CAST(COUNT(*) AS TEXT), NULL FROM rung`,
       // Leases, hand-offs and attempts in one statement. Every part reads the statement's
       // snapshot, where the jobs handed back are still processing: never their own waiters.
       handBack: ({ sql, jobLocks }, h) =>

@@ -344,13 +344,46 @@ export const make = (
         return items.map((i) => done.has(key(i.id, i.token)))
       }))
 
-    const finish = (input: FinishInput): Effect.Effect<Finished, SqlError> =>
-      input.outcome._tag === "Complete" && input.lease === undefined
-        ? Effect.flatMap(inTransaction, (inside) =>
-          inside
-            ? finishAlone(input)
-            : Effect.map(completeTogether(input), (written) => ({ written, lease: "none" as const })))
-        : finishAlone(input)
+    // Concurrent leased completions go as one statement where the dialect has one (PostgreSQL):
+    // the outcomes, the releases and the hand-offs (issue 13: a finish statement per exclusive
+    // job was half of its statements). One on its own goes as `finishAlone`.
+    const finishStrategy = d.finish
+    const completeLeasedTogether = finishStrategy.kind === "oneStatement"
+      ? makeBatcher<FinishInput & { readonly lease: string }, Finished, SqlError>(64, (items) =>
+        items.length === 1
+          ? Effect.map(finishAlone(items[0]!), (f) => [f])
+          : Effect.gen(function*() {
+            let tries = 0
+            const now = Math.max(...items.map((i) => i.now))
+            const st = finishStrategy.completeLeased(s.context, s.completeLeasedParts(items, now))
+            const r = yield* patiently("finish", `${items.length} jobs`, Effect.suspend(() => (tries++, rows(st))))
+            const key = (a: unknown, b: unknown) => `${String(a)}\u0000${String(b)}`
+            const of = (kind: string) => new Set(r.filter((x) => x.kind === kind).map((x) => key(x.a, x.b)))
+            const done = of("done")
+            const released = of("released")
+            if (r.some((x) => x.kind === "woke" && int(x.a) > 0)) yield* LocalWakeups.ring(tables.channel)
+            // Sent again after a lost reply, the first try may have written and released: the rows
+            // and the lease table tell, for each attempt (its hand-off went with its release).
+            return yield* Effect.forEach(items, (i) =>
+              Effect.gen(function*() {
+                const written = yield* confirm(i, done.has(key(i.id, i.token)), tries > 1)
+                if (released.has(key(i.lease, i.token))) return { written, lease: "released" as const }
+                return { written, lease: tries > 1 ? yield* lostAfterRetry(i, i.lease) : "lost" as const }
+              }))
+          }))
+      : undefined
+
+    const finish = (input: FinishInput): Effect.Effect<Finished, SqlError> => {
+      if (input.outcome._tag !== "Complete") return finishAlone(input)
+      const lease = input.lease
+      return Effect.flatMap(inTransaction, (inside) => {
+        if (inside) return finishAlone(input)
+        if (lease === undefined) {
+          return Effect.map(completeTogether(input), (written) => ({ written, lease: "none" as const }))
+        }
+        return completeLeasedTogether === undefined ? finishAlone(input) : completeLeasedTogether({ ...input, lease })
+      })
+    }
 
     // The outcome, the release and the hand-off in one round trip where the dialect can
     // (src/adapters/sql/dialect.ts `FinishStrategy`): its row of counts, or undefined (steps).

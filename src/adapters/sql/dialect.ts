@@ -296,6 +296,14 @@ export type FinishStrategy =
      * released, woke (counts).
      */
     readonly handBack: (c: JobSqlContext, h: HandBackParts) => Statement
+    /**
+     * Several leased attempts completed at once (a worker's fibers finishing together, like plain
+     * completions' group commit): the outcomes, the owner-fenced releases and a hand-off for each
+     * released lease, in one statement. Returns a row per completed attempt (kind 'done', a = id,
+     * b = claim token), per released lease (kind 'released', a = lease, b = owner) and one row
+     * (kind 'woke', a = how many notifications).
+     */
+    readonly completeLeased: (c: JobSqlContext, p: CompleteLeasedParts) => Statement
   }
 
 /** What a dialect file supplies for the jobs and hosts tables: its statements and strategies. */
@@ -367,6 +375,17 @@ export interface FinishParts {
   /** The attempt's claim token, which owns the lease. */
   readonly owner: string
   readonly now: number
+  readonly channel: string
+}
+
+/** The pieces of a one-statement completion of several leased attempts. */
+export interface CompleteLeasedParts {
+  /** The fenced completion UPDATE of the attempts, RETURNING id, claim_token. */
+  readonly done: Statement
+  /** `(lease, owner), …`: each attempt's lease and its claim token. */
+  readonly leases: Statement
+  /** Hands off each lease named by `names` (a subquery) to its best waiter. */
+  readonly handOff: (names: Statement) => Statement
   readonly channel: string
 }
 

@@ -20,6 +20,7 @@ import { attemptOutcomeOf, outcomeError, REAPED_DEAD, REAPED_RETRY } from "../..
 import {
   claimIndexName,
   type ClaimParts,
+  type CompleteLeasedParts,
   type Dialect,
   type FinishParts,
   type HandBackParts,
@@ -129,6 +130,17 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
         row.heartbeatAt ?? row.updatedAt
       }`
 
+  /**
+   * Completes several attempts at once, each fenced on its own token; where the database can,
+   * returns the id and token of each row it completed (two attempts of one job may meet here).
+   */
+  const completeBatch = (items: ReadonlyArray<{ readonly id: string; readonly token: string }>, now: number) =>
+    sql`UPDATE ${jobs} SET ${
+      ended(now, { _tag: "Complete" })
+    }, status = 'completed', completed_at = ${now}, stale_at = NULL, updated_at = ${now} WHERE status = 'processing' AND (${
+      joined(items.map((i) => sql`(id = ${i.id} AND claim_token = ${i.token})`), " OR ")
+    })${d.updateReports === "rows" ? sql` RETURNING id, claim_token` : empty}`
+
   // A dead job put back (core's applyRetryDead).
   const revived = (now: number) =>
     sql`status = 'pending', attempts = 0, run_at = ${now}, claim_token = NULL, failed_at = NULL, updated_at = ${now}`
@@ -166,16 +178,17 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
       sql`UPDATE ${jobs} SET ${
         claimSet(input, sql`CASE ${joined(rows.map((r) => sql`WHEN id = ${r.id} THEN ${r.token}`), " ")} END`)
       } WHERE id IN (${new SqlList(rows.map((r) => r.id))}) AND status = 'pending'`,
-    /**
-     * Completes several attempts at once, each fenced on its own token; where the database can,
-     * returns the id and token of each row it completed (two attempts of one job may meet here).
-     */
-    completeBatch: (items: ReadonlyArray<{ readonly id: string; readonly token: string }>, now: number) =>
-      sql`UPDATE ${jobs} SET ${
-        ended(now, { _tag: "Complete" })
-      }, status = 'completed', completed_at = ${now}, stale_at = NULL, updated_at = ${now} WHERE status = 'processing' AND (${
-        joined(items.map((i) => sql`(id = ${i.id} AND claim_token = ${i.token})`), " OR ")
-      })${d.updateReports === "rows" ? sql` RETURNING id, claim_token` : empty}`,
+    completeBatch,
+    /** The pieces of a one-statement completion of several leased attempts (the `oneStatement` finish strategy). */
+    completeLeasedParts: (
+      items: ReadonlyArray<{ readonly id: string; readonly token: string; readonly lease: string }>,
+      now: number
+    ): CompleteLeasedParts => ({
+      done: completeBatch(items, now),
+      leases: joined(items.map((i) => sql`(${i.lease}, ${i.token})`), ", "),
+      handOff: (names) => handOffEach(names, now),
+      channel: tables.channel
+    }),
     /** The id and token of each of `ids` that is completed, to tell which of a batch were ours. */
     completedOf: (ids: ReadonlyArray<string>) =>
       sql`SELECT id, claim_token FROM ${jobs} WHERE status = 'completed' AND id IN (${new SqlList(ids)})`,

@@ -1,0 +1,122 @@
+/**
+ * Leased attempts that complete at the same time (a worker's fibers finishing together), on every
+ * SQL database, through the JobStore: each is written and released on its own terms — released,
+ * fenced (its claim no longer ours), or lost (its lease taken over) — and a released lease with a
+ * waiter hands off to it. On PostgreSQL they go as one statement (src/adapters/postgres/dialect.ts
+ * `completeLeased`); elsewhere as one finish each. Statements are counted at the connection by the
+ * benchmark's counting client (bench/lib/sql.ts). Tables under a prefix of their own.
+ */
+import { SqlClient } from "@effect/sql"
+import { expect, it } from "@effect/vitest"
+import { Effect, Layer, Option, Schema } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { StatementCount } from "../bench/lib/sql.ts"
+import { JobLeases, JobStore } from "../src/JobStore.ts"
+import { define, enqueue } from "../src/runtime/Job.ts"
+import * as Leasehold from "../src/runtime/Leasehold.ts"
+import * as Migrator from "../src/runtime/migrate.ts"
+import { overCountingClient } from "./support/counting.ts"
+import { MYSQL_URL, PG_URL, uniquePrefix } from "./support/urls.ts"
+
+const dir = mkdtempSync(join(tmpdir(), "leasehold-leased-completions-"))
+const Keyed = define({
+  name: "keyed",
+  schema: Schema.Struct({ key: Schema.String }),
+  concurrencyKeyFor: (p) => p.key,
+  perform: () => Effect.void
+})
+const targets = [
+  { name: "postgres", url: PG_URL, statements: 1 },
+  { name: "mysql", url: MYSQL_URL, statements: undefined },
+  { name: "sqlite", url: join(dir, "jobs.db"), statements: undefined }
+] as const
+
+for (const { name, statements, url } of targets) {
+  it.live(
+    `leased completions at once on ${name}: released, fenced and lost each as alone; a waiter is handed off`,
+    () => {
+      const prefix = uniquePrefix("lc")
+      // After the enqueues (on the live clock), so that every job is due.
+      const T0 = Date.now() + 60_000
+      return Effect.gen(function*() {
+        yield* (yield* Migrator.make({ prefix })).run
+        const store = yield* JobStore
+        const leases = yield* JobLeases
+        yield* leases.ensureTable
+        for (const key of ["a", "b", "c", "d"]) yield* enqueue(Keyed, { key })
+        const waiter = yield* enqueue(Keyed, { key: "a" }, { priority: -1 })
+        const claimed = yield* store.claimMany(
+          { queues: undefined, host: "h", now: T0, claimToken: "unused", timeoutCap: undefined, hostCap: undefined },
+          5
+        )
+        expect(claimed.map((j) => JSON.parse(j.payload).key)).toEqual(["a", "b", "c", "d", "a"])
+        const [a, b, c, d, w] = claimed.map((j) => ({ id: j.id, token: j.claimToken! }))
+        const take = (key: string, owner: string) =>
+          leases.tryAcquireToken({ name: `key:${key}`, owner, host: "h", now: T0, expiresAt: T0 + 60_000 })
+        for (const [key, job] of [["a", a], ["b", b], ["c", c], ["d", d]] as const) {
+          expect(Option.isSome(yield* take(key, job!.token))).toBe(true)
+        }
+        // The waiter finds key a busy and waits on it; key d is taken over by another owner.
+        expect(Option.isSome(yield* take("a", w!.token))).toBe(false)
+        expect(yield* store.defer(w!.id, w!.token, T0, T0 + 30_000, "key:a")).toBe(true)
+        yield* leases.release({ name: "key:d", owner: d!.token })
+        expect(Option.isSome(yield* take("d", "thief"))).toBe(true)
+
+        const counter = yield* StatementCount
+        counter.reset()
+        const complete = (job: { id: string; token: string }, key: string) =>
+          store.finish({
+            id: job.id,
+            token: job.token,
+            now: T0 + 1000,
+            outcome: { _tag: "Complete" },
+            lease: `key:${key}`
+          })
+        const results = yield* Effect.all(
+          [complete(a!, "a"), complete(b!, "b"), complete({ id: c!.id, token: "not-c" }, "c"), complete(d!, "d")],
+          { concurrency: "unbounded" }
+        )
+        const sent = counter.get()
+        expect(results).toEqual([
+          { written: true, lease: "released" },
+          { written: true, lease: "released" },
+          { written: false, lease: "lost" },
+          { written: true, lease: "lost" }
+        ])
+        if (statements !== undefined) expect(sent).toBe(statements)
+        const status = (id: string) => Effect.map(store.get(id), (r) => Option.map(r, (j) => [j.status, j.runAt]))
+        expect(yield* status(a!.id)).toEqual(Option.some(["completed", expect.any(Number)]))
+        expect(yield* status(c!.id)).toEqual(Option.some(["processing", expect.any(Number)]))
+        // Handed off: due at the completions' time, not 30 s later.
+        expect(yield* status(waiter.id)).toEqual(Option.some(["pending", T0 + 1000]))
+        expect(yield* leases.ownerOf("key:a")).toEqual(Option.none())
+        expect(yield* leases.ownerOf("key:c")).toEqual(Option.some(c!.token))
+        expect(yield* leases.ownerOf("key:d")).toEqual(Option.some("thief"))
+
+        const sql = yield* SqlClient.SqlClient
+        for (
+          const t of [
+            "jobs",
+            "hosts",
+            "job_locks",
+            "job_locks_tokens",
+            "migrations",
+            "migration_locks",
+            "schedules",
+            "lost_leases"
+          ]
+        ) {
+          yield* Effect.ignore(sql.unsafe(`DROP TABLE IF EXISTS ${prefix}${t}`))
+        }
+      }).pipe(
+        Effect.provide(Leasehold.layer({ jobs: [Keyed], prefix }).pipe(Layer.provideMerge(Layer.empty))),
+        overCountingClient(url)
+      )
+    },
+    60_000
+  )
+}
+
+it("cleans up", () => rmSync(dir, { recursive: true, force: true }))

@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { StatementCount } from "../bench/lib/sql.ts"
+import { tableNames, tokensTable } from "../src/core/tables.ts"
 import { JobLeases, JobStore } from "../src/JobStore.ts"
 import { define, enqueue } from "../src/runtime/Job.ts"
 import * as Leasehold from "../src/runtime/Leasehold.ts"
@@ -96,19 +97,10 @@ for (const { name, statements, url } of targets) {
         expect(yield* leases.ownerOf("key:d")).toEqual(Option.some("thief"))
 
         const sql = yield* SqlClient.SqlClient
-        for (
-          const t of [
-            "jobs",
-            "hosts",
-            "job_locks",
-            "job_locks_tokens",
-            "migrations",
-            "migration_locks",
-            "schedules",
-            "lost_leases"
-          ]
-        ) {
-          yield* Effect.ignore(sql.unsafe(`DROP TABLE IF EXISTS ${prefix}${t}`))
+        const { channel: _, prefix: __, ...tables } = tableNames(prefix)
+        const all = Object.values(tables)
+        for (const table of [...all, tokensTable(tables.jobLocks), tokensTable(tables.migrationLocks)]) {
+          yield* Effect.ignore(sql.unsafe(`DROP TABLE IF EXISTS ${table}`))
         }
       }).pipe(
         Effect.provide(Leasehold.layer({ jobs: [Keyed], prefix }).pipe(Layer.provideMerge(Layer.empty))),

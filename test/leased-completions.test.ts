@@ -48,12 +48,13 @@ for (const { name, statements, url } of targets) {
         yield* leases.ensureTable
         for (const key of ["a", "b", "c", "d"]) yield* enqueue(Keyed, { key })
         const waiter = yield* enqueue(Keyed, { key: "a" }, { priority: -1 })
+        yield* enqueue(Keyed, { key: "e" }, { priority: -2 })
         const claimed = yield* store.claimMany(
           { queues: undefined, host: "h", now: T0, claimToken: "unused", timeoutCap: undefined, hostCap: undefined },
-          5
+          6
         )
-        expect(claimed.map((j) => JSON.parse(j.payload).key)).toEqual(["a", "b", "c", "d", "a"])
-        const [a, b, c, d, w] = claimed.map((j) => ({ id: j.id, token: j.claimToken! }))
+        expect(claimed.map((j) => JSON.parse(j.payload).key)).toEqual(["a", "b", "c", "d", "a", "e"])
+        const [a, b, c, d, w, e] = claimed.map((j) => ({ id: j.id, token: j.claimToken! }))
         const take = (key: string, owner: string) =>
           leases.tryAcquireToken({ name: `key:${key}`, owner, host: "h", now: T0, expiresAt: T0 + 60_000 })
         for (const [key, job] of [["a", a], ["b", b], ["c", c], ["d", d]] as const) {
@@ -64,6 +65,10 @@ for (const { name, statements, url } of targets) {
         expect(yield* store.defer(w!.id, w!.token, T0, T0 + 30_000, "key:a")).toBe(true)
         yield* leases.release({ name: "key:d", owner: d!.token })
         expect(Option.isSome(yield* take("d", "thief"))).toBe(true)
+        // Job e is pending again, waiting on key e, while its old attempt still owns that lease
+        // (as after a reap): that attempt's completion is fenced and must not wake its own job.
+        expect(Option.isSome(yield* take("e", e!.token))).toBe(true)
+        expect(yield* store.defer(e!.id, e!.token, T0, T0 + 30_000, "key:e")).toBe(true)
 
         const counter = yield* StatementCount
         counter.reset()
@@ -76,7 +81,13 @@ for (const { name, statements, url } of targets) {
             lease: `key:${key}`
           })
         const results = yield* Effect.all(
-          [complete(a!, "a"), complete(b!, "b"), complete({ id: c!.id, token: "not-c" }, "c"), complete(d!, "d")],
+          [
+            complete(a!, "a"),
+            complete(b!, "b"),
+            complete({ id: c!.id, token: "not-c" }, "c"),
+            complete(d!, "d"),
+            complete(e!, "e")
+          ],
           { concurrency: "unbounded" }
         )
         const sent = counter.get()
@@ -84,7 +95,8 @@ for (const { name, statements, url } of targets) {
           { written: true, lease: "released" },
           { written: true, lease: "released" },
           { written: false, lease: "lost" },
-          { written: true, lease: "lost" }
+          { written: true, lease: "lost" },
+          { written: false, lease: "released" }
         ])
         if (statements !== undefined) expect(sent).toBe(statements)
         const status = (id: string) => Effect.map(store.get(id), (r) => Option.map(r, (j) => [j.status, j.runAt]))
@@ -95,6 +107,7 @@ for (const { name, statements, url } of targets) {
         expect(yield* leases.ownerOf("key:a")).toEqual(Option.none())
         expect(yield* leases.ownerOf("key:c")).toEqual(Option.some(c!.token))
         expect(yield* leases.ownerOf("key:d")).toEqual(Option.some("thief"))
+        expect(yield* status(e!.id)).toEqual(Option.some(["pending", T0 + 30_000]))
 
         const sql = yield* SqlClient.SqlClient
         const { channel: _, prefix: __, ...tables } = tableNames(prefix)

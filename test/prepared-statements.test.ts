@@ -1,15 +1,15 @@
 /**
  * PostgreSQL's client layer names repeated statements (src/adapters/postgres/preparing.ts): what
- * it prepares, what it never does (no parameters, a `*` select list), the per-connection cap, and
- * a statement whose result changed under it (ALTER TABLE … TYPE): that call fails, the next runs
- * unnamed. Each test has one connection (maxConnections 1), so pg_prepared_statements — a
+ * it prepares, what it never does (no parameters, a `*` select list, a long text), the
+ * per-connection cap, a statement whose result changed under it (ALTER TABLE … TYPE): that call
+ * fails, the next runs unnamed; and one dropped under it (DEALLOCATE ALL): parsed again. Each test has one connection (maxConnections 1), so pg_prepared_statements — a
  * per-session view — shows what that connection prepared. Tables have a prefix of their own.
  */
 import { expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { clientLayer } from "../src/adapters/postgres/client.ts"
-import { MAX_PER_CONNECTION } from "../src/adapters/postgres/preparing.ts"
+import { MAX_PER_CONNECTION, MAX_TEXT_LENGTH } from "../src/adapters/postgres/preparing.ts"
 import * as Postgres from "../src/postgres.ts"
 import { define, enqueue } from "../src/runtime/Job.ts"
 import * as Migrator from "../src/runtime/migrate.ts"
@@ -108,3 +108,28 @@ it.effect("a statement whose result type changed under it fails once, then runs 
     yield* sql.unsafe(`DROP TABLE "${t}"`)
   }).pipe(Effect.provide(clientLayer(PG_URL, { maxConnections: 1 })))
 }, 60_000)
+
+it.effect(`texts longer than ${MAX_TEXT_LENGTH} characters are never named`, () =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const long = `SELECT $1::int AS v /* ${"x".repeat(MAX_TEXT_LENGTH)} */`
+    expect(yield* sql.unsafe<{ v: number }>(long, [7]).withoutTransform).toEqual([{ v: 7 }])
+    expect(yield* preparedTexts).toEqual([])
+  }).pipe(Effect.provide(clientLayer(PG_URL, { maxConnections: 1 }))), 60_000)
+
+it.effect(
+  "a statement dropped under the connection (DEALLOCATE ALL) fails once, then is parsed again",
+  () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const read = sql.unsafe<{ v: number }>(`SELECT $1::int + 1 AS v`, [1]).withoutTransform
+      expect(yield* read).toEqual([{ v: 2 }])
+      yield* sql.unsafe(`DEALLOCATE ALL`)
+      const dropped = yield* Effect.flip(read)
+      // SQLSTATE 26000: "prepared statement … does not exist"
+      expect((dropped.cause as { code?: string }).code).toBe("26000")
+      expect(yield* read).toEqual([{ v: 2 }])
+      expect((yield* preparedTexts).map((r) => r.statement)).toEqual([`SELECT $1::int + 1 AS v`])
+    }).pipe(Effect.provide(clientLayer(PG_URL, { maxConnections: 1 }))),
+  60_000
+)

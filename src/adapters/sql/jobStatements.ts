@@ -120,8 +120,10 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
   // `names` (a list, or a subquery) made due now, in one statement on every database. The
   // window function also keeps MySQL from merging the derived table, which it could not update
   // from; CASE is the portable LEAST/MIN.
-  const handOffEach = (names: unknown, now: number) =>
-    sql`UPDATE ${jobs} SET run_at = CASE WHEN run_at > ${now} THEN ${now} ELSE run_at END WHERE id IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY lease_name ORDER BY priority DESC, created_at ASC, id ASC) AS turn FROM ${jobs} WHERE lease_name IN (${names}) AND status = 'pending') waiting WHERE turn = 1)`
+  const handOffEach = (names: unknown, now: number, except?: SqlList) =>
+    sql`UPDATE ${jobs} SET run_at = CASE WHEN run_at > ${now} THEN ${now} ELSE run_at END WHERE id IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY lease_name ORDER BY priority DESC, created_at ASC, id ASC) AS turn FROM ${jobs} WHERE lease_name IN (${names}) AND status = 'pending'${
+      except === undefined ? empty : sql` AND id NOT IN (${except})`
+    }) waiting WHERE turn = 1)`
   // The row the reaper read, still stale: past its deadline, or (without one) not seen since.
   const reapGuard = (row: JobRow, now: number) =>
     row.staleAt !== null
@@ -186,7 +188,9 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
     ): CompleteLeasedParts => ({
       done: completeBatch(items, now),
       leases: joined(items.map((i) => sql`(${i.lease}, ${i.token})`), ", "),
-      handOff: (names) => handOffEach(names, now),
+      // Never to one of these jobs: an attempt fenced after its job was reaped still owns its
+      // lease, and its job, pending again, may wait on it (finishAlone's `id <> …`).
+      handOff: (names) => handOffEach(names, now, new SqlList(items.map((i) => i.id))),
       channel: tables.channel
     }),
     /** The id and token of each of `ids` that is completed, to tell which of a batch were ours. */

@@ -46,10 +46,13 @@ export const workerArea: BadInputArea = (it) => {
           yield* settled(5)
           const stats = yield* worker.stats
           expect(stats).toMatchObject({ processed: 3, failed: 2 })
-          expect(stats.errors).toEqual([
+          // Both recorded; their order is the claim order's business (its own conformance tests),
+          // and this one once saw them reversed on MySQL under load.
+          expect(stats.errors).toHaveLength(2)
+          expect(stats.errors).toEqual(expect.arrayContaining([
             expect.stringContaining("UnknownJobTypeError"),
             expect.stringContaining("stored payload no longer decodes")
-          ])
+          ]))
           // still running: a job enqueued now is picked up
           yield* enqueue(Known, { s: "late" })
           yield* worker.wake

@@ -6,19 +6,18 @@
  * `completeLeased`); elsewhere as one finish each. Statements are counted at the connection by the
  * benchmark's counting client (bench/lib/sql.ts). Tables under a prefix of their own.
  */
-import { SqlClient } from "@effect/sql"
 import { expect, it } from "@effect/vitest"
 import { Effect, Layer, Option, Schema } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { StatementCount } from "../bench/lib/sql.ts"
-import { tableNames, tokensTable } from "../src/core/tables.ts"
 import { JobLeases, JobStore } from "../src/JobStore.ts"
 import { define, enqueue } from "../src/runtime/Job.ts"
 import * as Leasehold from "../src/runtime/Leasehold.ts"
 import * as Migrator from "../src/runtime/migrate.ts"
 import { overCountingClient } from "./support/counting.ts"
+import { dropPrefixed } from "./support/databases.ts"
 import { MYSQL_URL, PG_URL, uniquePrefix } from "./support/urls.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "leasehold-leased-completions-"))
@@ -109,12 +108,7 @@ for (const { name, statements, url } of targets) {
         expect(yield* leases.ownerOf("key:d")).toEqual(Option.some("thief"))
         expect(yield* status(e!.id)).toEqual(Option.some(["pending", T0 + 30_000]))
 
-        const sql = yield* SqlClient.SqlClient
-        const { channel: _, prefix: __, ...tables } = tableNames(prefix)
-        const all = Object.values(tables)
-        for (const table of [...all, tokensTable(tables.jobLocks), tokensTable(tables.migrationLocks)]) {
-          yield* Effect.ignore(sql.unsafe(`DROP TABLE IF EXISTS ${table}`))
-        }
+        yield* dropPrefixed(prefix)
       }).pipe(
         Effect.provide(Leasehold.layer({ jobs: [Keyed], prefix }).pipe(Layer.provideMerge(Layer.empty))),
         overCountingClient(url)

@@ -13,52 +13,51 @@ import { MAX_PER_CONNECTION, MAX_TEXT_LENGTH } from "../src/adapters/postgres/pr
 import * as Postgres from "../src/postgres.ts"
 import { define, enqueue } from "../src/runtime/Job.ts"
 import * as Migrator from "../src/runtime/migrate.ts"
+import { dropPrefixed } from "./support/databases.ts"
 import { PG_URL, uniquePrefix } from "./support/urls.ts"
 
 const Ping = define({ name: "ping", schema: Schema.Struct({ n: Schema.Number }), perform: () => Effect.void })
 
 /** The statements this session prepared, by text. */
-const preparedTexts = Effect.flatMap(SqlClient.SqlClient, (sql) =>
-  Effect.map(
-    sql<{ name: string; statement: string }>`SELECT name, statement FROM pg_prepared_statements`.withoutTransform,
-    (rows) => rows
-  ))
+const preparedTexts = Effect.flatMap(
+  SqlClient.SqlClient,
+  (sql) => sql<{ name: string; statement: string }>`SELECT name, statement FROM pg_prepared_statements`.withoutTransform
+)
 
-/** Drops every table of `prefix` (leasehold's and the test's own). */
-const dropTables = (prefix: string) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    Effect.flatMap(
-      sql<{ t: string }>`SELECT tablename AS t FROM pg_tables WHERE tablename LIKE ${prefix + "%"}`.withoutTransform,
-      (rows) => Effect.forEach(rows, ({ t }) => sql.unsafe(`DROP TABLE IF EXISTS "${t}" CASCADE`), { discard: true })
-    ))
-
-it.effect("an enqueue repeated is parsed once: its INSERT is a named statement of the connection", () => {
+/**
+ * Two enqueues on fresh tables through `leasehold/postgres` with one connection, then `check`
+ * of what that connection prepared; the tables are dropped afterwards.
+ */
+const afterTwoEnqueues = (
+  options: { readonly preparedStatements?: boolean },
+  check: (prefix: string, prepared: ReadonlyArray<{ name: string; statement: string }>) => void
+) => {
   const prefix = uniquePrefix("prep")
   return Effect.gen(function*() {
     yield* (yield* Migrator.make({ prefix })).run
     yield* enqueue(Ping, { n: 1 })
     yield* enqueue(Ping, { n: 2 })
-    const inserts = (yield* preparedTexts).filter((r) => r.statement.includes(`INSERT INTO "${prefix}jobs"`))
-    expect(inserts).toHaveLength(1)
-    expect(inserts[0]!.name).toMatch(/^lh_[0-9a-f]{40}$/)
-    yield* dropTables(prefix)
-  }).pipe(Effect.provide(Postgres.layer({ url: PG_URL, prefix, jobs: [Ping], maxConnections: 1 })))
-}, 60_000)
+    check(prefix, yield* preparedTexts)
+    yield* dropPrefixed(prefix)
+  }).pipe(Effect.provide(Postgres.layer({ url: PG_URL, prefix, jobs: [Ping], maxConnections: 1, ...options })))
+}
 
-it.effect("preparedStatements: false prepares nothing", () => {
-  const prefix = uniquePrefix("prep")
-  return Effect.gen(function*() {
-    yield* (yield* Migrator.make({ prefix })).run
-    yield* enqueue(Ping, { n: 1 })
-    yield* enqueue(Ping, { n: 2 })
-    expect(yield* preparedTexts).toEqual([])
-    yield* dropTables(prefix)
-  }).pipe(
-    Effect.provide(
-      Postgres.layer({ url: PG_URL, prefix, jobs: [Ping], maxConnections: 1, preparedStatements: false })
-    )
-  )
-}, 60_000)
+it.effect(
+  "an enqueue repeated is parsed once: its INSERT is a named statement of the connection",
+  () =>
+    afterTwoEnqueues({}, (prefix, prepared) => {
+      const inserts = prepared.filter((r) => r.statement.includes(`INSERT INTO "${prefix}jobs"`))
+      expect(inserts).toHaveLength(1)
+      expect(inserts[0]!.name).toMatch(/^lh_[0-9a-f]{40}$/)
+    }),
+  60_000
+)
+
+it.effect(
+  "preparedStatements: false prepares nothing",
+  () => afterTwoEnqueues({ preparedStatements: false }, (_, prepared) => expect(prepared).toEqual([])),
+  60_000
+)
 
 it.effect("statements without parameters, and select lists with a *, are never named; COUNT(*) is", () => {
   const t = `${uniquePrefix("prep")}t`

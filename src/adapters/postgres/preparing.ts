@@ -76,36 +76,36 @@ const baseQuery = pg.Client.prototype.query as Query
 // node-postgres's `query` has many overloads; only the two forms @effect/sql-pg sends are named:
 // (text, values, callback) and ({ text, values, rowMode }, callback). Anything else (promises,
 // cursors, no parameters) goes through unchanged.
+const callOf = (
+  config: unknown,
+  values: unknown,
+  callback: unknown
+): { readonly request: { readonly text: string } & Record<string, unknown>; readonly done: Callback } | undefined => {
+  if (typeof config === "string") {
+    return Array.isArray(values) && values.length > 0 && typeof callback === "function"
+      ? { request: { text: config, values }, done: callback as Callback }
+      : undefined
+  }
+  const c = config as { text?: unknown; name?: unknown; values?: unknown; submit?: unknown } | null
+  return typeof c === "object" && c !== null && typeof values === "function" && callback === undefined &&
+      typeof c.text === "string" && c.name === undefined && Array.isArray(c.values) && c.values.length > 0 &&
+      typeof c.submit !== "function"
+    ? { request: { ...c, text: c.text }, done: values as Callback }
+    : undefined
+}
+
 const preparingQuery: Query = function(this: pg.Client, config, values, callback) {
   const client = this as PreparingClient
-  let text: string | undefined
-  let request: Record<string, unknown> | undefined
-  let done: Callback | undefined
-  if (typeof config === "string" && Array.isArray(values) && values.length > 0 && typeof callback === "function") {
-    text = config
-    request = { text, values }
-    done = callback as Callback
-  } else if (
-    typeof config === "object" && config !== null && typeof values === "function" && callback === undefined &&
-    typeof (config as { text?: unknown }).text === "string" && (config as { name?: unknown }).name === undefined &&
-    Array.isArray((config as { values?: unknown }).values) &&
-    (config as { values: Array<unknown> }).values.length > 0 &&
-    typeof (config as { submit?: unknown }).submit !== "function"
-  ) {
-    text = (config as { text: string }).text
-    request = { ...(config as Record<string, unknown>) }
-    done = values as Callback
-  }
+  const call = callOf(config, values, callback)
+  const text = call?.request.text
   const name = text === undefined ? undefined : nameFor(client, text)
-  if (name === undefined || request === undefined || done === undefined || text === undefined) {
+  if (call === undefined || text === undefined || name === undefined) {
     return baseQuery.call(this, config, values, callback)
   }
-  const named = text
-  const finish = done
-  return baseQuery.call(this, { ...request, name }, (err: (Error & { code?: string }) | null, result: unknown) => {
+  return baseQuery.call(this, { ...call.request, name }, (err: (Error & { code?: string }) | null, result: unknown) => {
     if (err !== null && err.code === PLAN_CHANGED) {
-      client.prepared.delete(named)
-      client.refused.add(named)
+      client.prepared.delete(text)
+      client.refused.add(text)
     }
     // node-postgres still believes it parsed: forget it, so the next call parses it again.
     if (err !== null && err.code === NOT_PREPARED) {
@@ -113,7 +113,7 @@ const preparingQuery: Query = function(this: pg.Client, config, values, callback
         ?.parsedStatements
       if (parsed !== undefined) delete parsed[name]
     }
-    finish(err, result)
+    call.done(err, result)
   })
 }
 

@@ -311,6 +311,11 @@ export const make = (
           ? "lost"
           : "released")
 
+    // One attempt (id, claim token) or lease (name, owner) in a batch's answer: two attempts of one
+    // job may share a batch.
+    const key = (a: unknown, b: unknown) =>
+      `${String(a)}\u0000${String(b)}`
+
     // Concurrent plain completions (no lease) go as one statement, each fenced on its own token.
     const completeTogether = makeBatcher<FinishInput, boolean, SqlError>(64, (items) =>
       Effect.gen(function*() {
@@ -325,7 +330,6 @@ export const make = (
         const now = Math.max(...items.map((i) => i.now))
         const st = s.completeBatch(items, now)
         // Two attempts of one job (one of them fenced) may share a batch: match id and token.
-        const key = (id: unknown, token: unknown) => `${String(id)}\u0000${String(token)}`
         const sent = yield* patiently(
           "complete",
           `${items.length} jobs`,
@@ -357,7 +361,6 @@ export const make = (
             const now = Math.max(...items.map((i) => i.now))
             const st = finishStrategy.completeLeased(s.context, s.completeLeasedParts(items, now))
             const r = yield* patiently("finish", `${items.length} jobs`, Effect.suspend(() => (tries++, rows(st))))
-            const key = (a: unknown, b: unknown) => `${String(a)}\u0000${String(b)}`
             const of = (kind: string) => new Set(r.filter((x) => x.kind === kind).map((x) => key(x.a, x.b)))
             const done = of("done")
             const released = of("released")

@@ -49,6 +49,26 @@ export interface JobRow {
    * null: enqueued with no tracer installed, or before migration 9.
    */
   readonly traceContext: string | null
+  /**
+   * The lease its attempts take (slot 0 of its key), written at enqueue (migration 11) so a
+   * claim can take it in the claim's own statement; null: the job takes none, or was enqueued
+   * before migration 11 (its attempt then takes its lease itself).
+   */
+  readonly claimLease: string | null
+  /**
+   * Set only on a row just claimed by a claim that also took `claimLease` for this attempt
+   * (PostgreSQL), owned by its claim token: the attempt holds it from the start.
+   */
+  readonly leaseTaken?: LeaseTaken | undefined
+}
+
+/** A lease a claim took for the attempt it claimed (`JobRow.leaseTaken`). */
+export interface LeaseTaken {
+  readonly name: string
+  /** Epoch ms: the claim's stale deadline (src/core/lease.ts `leaseExpiresAt`). */
+  readonly expiresAt: number
+  /** The acquisition's fencing token (docs/behaviour.md §2). */
+  readonly fencingToken: bigint
 }
 
 /**
@@ -77,6 +97,8 @@ export interface NewJob {
   readonly now: number
   /** The enqueuing span's traceparent (src/core/traceContext.ts); none without a tracer. */
   readonly traceContext?: string | undefined
+  /** The lease its attempts take (src/core/lease.ts `leaseNameFor`); none for a job without one. */
+  readonly claimLease?: string | undefined
 }
 
 /** What a claim asks for. */

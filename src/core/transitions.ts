@@ -49,7 +49,8 @@ export const newJobRow = (job: NewJob): JobRow => ({
   createdAt: job.now,
   updatedAt: job.now,
   history: [],
-  traceContext: job.traceContext ?? null
+  traceContext: job.traceContext ?? null,
+  claimLease: job.claimLease ?? null
 })
 
 /**

@@ -460,7 +460,8 @@ const prepare = <A, I, R>(
       uniqueUntil,
       runAt,
       now,
-      ...(traceContext === undefined ? {} : { traceContext })
+      ...(traceContext === undefined ? {} : { traceContext }),
+      ...(leaseName === undefined ? {} : { claimLease: leaseName })
     }
   })
 

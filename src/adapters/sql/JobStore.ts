@@ -20,12 +20,21 @@ import type {
   JobRow,
   NewJob
 } from "../../core/model.ts"
-import { tableNames } from "../../core/tables.ts"
+import { tableNames, tokensTable } from "../../core/tables.ts"
 import { applyClaim, claimStateOf, keyFreed, showsOutcome } from "../../core/transitions.ts"
 import { type InsertResult, JobLeases, JobStore, type JobStoreApi } from "../../ports/JobStore.ts"
 import { rememberingTable } from "../jobLeases.ts"
 import { makeBatcher } from "./batching.ts"
-import { decodeHostRow, decodeJobRow, decodeLeaseRow, decodeLostLeaseRow, decodeUniqueUntil, int } from "./decode.ts"
+import type { ClaimParts } from "./dialect.ts"
+import {
+  decodeClaimedRow,
+  decodeHostRow,
+  decodeJobRow,
+  decodeLeaseRow,
+  decodeLostLeaseRow,
+  decodeUniqueUntil,
+  int
+} from "./decode.ts"
 import { dialectOf } from "./dialects.ts"
 import { jobStatements } from "./jobStatements.ts"
 import * as ScheduleStoreAdapter from "./ScheduleStore.ts"
@@ -179,6 +188,17 @@ export const make = (
         return many.map((j) => settled.get(j.id)!)
       })
 
+    // Whether the job lease table and its token counters exist, asked of the catalog until both
+    // have been seen. Migrations create them; an app that never ran them gets them from its first
+    // exclusive attempt (src/adapters/jobLeases.ts), and until then claims take no lease.
+    let leaseTablesKnown = false
+    const leaseTablesSeen: Effect.Effect<boolean, SqlError> = Effect.suspend(() =>
+      leaseTablesKnown ? Effect.succeed(true) : Effect.map(
+        Effect.all([tables.jobLocks, tokensTable(tables.jobLocks)].map((t) => rows(dialect.lease.tableExists(t)))),
+        (found) => (leaseTablesKnown = found.every((r) => r.length > 0))
+      )
+    )
+
     const countRunning = (host: string) => Effect.map(rows(s.countRunning(host)), (r) => int(r[0]?.n ?? 0))
 
     // Up to `limit` rows in one claim, best first. A single row carries the caller's token;
@@ -186,13 +206,27 @@ export const make = (
     const claimRows = (input: ClaimInput, limit: number): Effect.Effect<ReadonlyArray<JobRow>, SqlError> => {
       const strategy = d.claim
       switch (strategy.kind) {
-        case "returning":
+        case "returning": {
+          // Where the dialect can, the claim takes the claimed jobs' leases too (migration 11),
+          // once the lease tables are known to exist.
+          const { leases } = strategy
+          const claimed = (parts: ClaimParts) =>
+            leases.kind === "inAttempt"
+              ? jobs(strategy.statement(s.context, parts))
+              : Effect.flatMap(leaseTablesSeen, (seen) =>
+                seen
+                  ? Effect.map(
+                    rows(leases.statement(s.context, parts, { host: input.host, now: input.now })),
+                    (r) => r.map(decodeClaimedRow)
+                  )
+                  : jobs(strategy.statement(s.context, parts)))
           return limit <= 1
-            ? jobs(strategy.statement(s.context, s.claimParts(input, 1)))
+            ? claimed(s.claimParts(input, 1))
             : Effect.map(
-              jobs(strategy.statement(s.context, s.claimParts(input, limit, strategy.newToken))),
+              claimed(s.claimParts(input, limit, strategy.newToken)),
               (r) => [...r].sort((a, b) => b.priority - a.priority || a.runAt - b.runAt)
             )
+        }
         case "lockThenUpdate":
           // Holding the picked rows' locks, update them by id; they end as applyClaim says.
           return transaction(Effect.gen(function*() {

@@ -40,8 +40,26 @@ export const decodeJobRow = (r: Record<string, unknown>): JobRow => ({
   createdAt: decodeEpochMs(r.created_at),
   updatedAt: decodeEpochMs(r.updated_at),
   history: decodeHistory(r.history),
-  traceContext: strOrNull(r.trace_context)
+  traceContext: strOrNull(r.trace_context),
+  claimLease: strOrNull(r.claim_lease)
 })
+
+/**
+ * Decodes a row a claim returned: a job row, and the lease the claim took for its attempt where
+ * it took one (`lease_token`, `lease_expires`; src/adapters/sql/dialect.ts `ClaimLeaseStrategy`).
+ */
+export const decodeClaimedRow = (r: Record<string, unknown>): JobRow => {
+  const row = decodeJobRow(r)
+  if (r.lease_token === null || r.lease_token === undefined || row.claimLease === null) return row
+  return {
+    ...row,
+    leaseTaken: {
+      name: row.claimLease,
+      expiresAt: decodeEpochMs(r.lease_expires),
+      fencingToken: BigInt(r.lease_token as string | number | bigint)
+    }
+  }
+}
 
 /** Decodes a host row. */
 export const decodeHostRow = (r: Record<string, unknown>): HostRow => ({

@@ -135,7 +135,7 @@ export const errorCode = (cause: unknown): string | undefined => {
 /** The columns of a job row, in table order. */
 export const JOB_COLUMNS = new RawSql(
   "id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, claim_token, claimed_by, " +
-    "unique_key, unique_until_finished, lease_name, heartbeat_at, grace_ms, stale_at, last_error, run_at, completed_at, failed_at, created_at, updated_at, history, trace_context"
+    "unique_key, unique_until_finished, lease_name, heartbeat_at, grace_ms, stale_at, last_error, run_at, completed_at, failed_at, created_at, updated_at, history, trace_context, claim_lease"
 )
 
 /**
@@ -144,11 +144,13 @@ export const JOB_COLUMNS = new RawSql(
  */
 export const newJobRows = (_c: JobSqlContext, jobs: ReadonlyArray<NewJob>): Statement => {
   // One flat fragment, not a statement per row: a chunk of 1,000 rows is rendered once per
-  // statement it is nested in, never row by row. `trace_context` is written only by a batch
-  // that has one (a tracer was installed at enqueue): without, the rows carry no extra value.
+  // statement it is nested in, never row by row. `trace_context` and `claim_lease` are written
+  // only by a batch that has one (a tracer was installed at enqueue; a job type with a lease):
+  // without, the rows carry no extra value.
   const traced = jobs.some((j) => j.traceContext !== undefined)
-  const columns = traced ? TRACED_ROW_COLUMNS : NEW_ROW_COLUMNS
-  const glue = traced ? TRACED_ROW_GLUE : ROW_GLUE
+  const leased = jobs.some((j) => j.claimLease !== undefined)
+  const columns = NEW_ROW_COLUMNS + (traced ? ", trace_context" : "") + (leased ? ", claim_lease" : "") + ")"
+  const glue = [...ROW_GLUE, ...(traced ? [", "] : []), ...(leased ? [", "] : [])]
   const strings: Array<string> = []
   const values: Array<unknown> = []
   jobs.forEach((j, i) => {
@@ -169,16 +171,17 @@ export const newJobRows = (_c: JobSqlContext, jobs: ReadonlyArray<NewJob>): Stat
       j.now
     )
     if (traced) values.push(j.traceContext ?? null)
+    if (leased) values.push(j.claimLease ?? null)
   })
   strings.push(")")
   return { sql: "", params: [], fragment: { strings, values } }
 }
+
+// Without its closing parenthesis: newJobRows appends the optional columns.
 const NEW_ROW_COLUMNS =
-  "(id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, grace_ms, unique_key, unique_until_finished, run_at, created_at, updated_at)"
-const TRACED_ROW_COLUMNS = NEW_ROW_COLUMNS.replace(/\)$/, ", trace_context)")
+  "(id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, grace_ms, unique_key, unique_until_finished, run_at, created_at, updated_at"
 // The text between a row's 13 values: status 'pending' and attempts 0 are written as literals.
 const ROW_GLUE = [", ", ", ", ", ", ", ", ", 'pending', 0, ", ", ", ", ", ", ", ", ", ", ", ", ", ", "]
-const TRACED_ROW_GLUE = [...ROW_GLUE, ", "]
 
 /** The quoted tables and the builder a dialect's job statements are written with. */
 export interface JobSqlContext {
@@ -187,6 +190,8 @@ export interface JobSqlContext {
   readonly hosts: RawSql
   /** The lease table of exclusive jobs and concurrency keys. */
   readonly jobLocks: RawSql
+  /** Its fencing-token counters (`<jobLocks>_tokens`). */
+  readonly jobLockTokens: RawSql
   /** The claim index, (status, priority DESC, run_at), named after the jobs table. */
   readonly claimIndex: RawSql
 }
@@ -207,6 +212,30 @@ export interface ClaimParts {
 }
 
 /**
+ * Who takes a claimed job's lease (migration 11's `claim_lease`). `inAttempt`: the attempt, after
+ * the claim (src/runtime/worker/attempt.ts `takeLease`; SQLite, which has no data-modifying
+ * CTE). `inClaim`: `statement` is the claim that also takes, for each claimed attempt, its row's
+ * `claim_lease` where that lease is free or expired, as the acquire strategy would, owned by the
+ * claim token and expiring at the row's new `stale_at` (PostgreSQL). Each row comes back with
+ * `lease_token` and `lease_expires`, both null where its lease was not taken (held, or a second
+ * row of the same key in this claim): that attempt takes its lease itself.
+ */
+export type ClaimLeaseStrategy =
+  | { readonly kind: "inAttempt" }
+  | {
+    readonly kind: "inClaim"
+    readonly statement: (c: JobSqlContext, parts: ClaimParts, lease: ClaimLeaseParts) => Statement
+  }
+
+/** What a claim that takes leases writes into the lease table besides the rows' own values. */
+export interface ClaimLeaseParts {
+  /** The claiming host (`lockhost`). */
+  readonly host: string
+  /** The claim's time (`acquiredat`; a lease that expired strictly before it may be taken over). */
+  readonly now: number
+}
+
+/**
  * How a dialect claims due rows. Either way, a claimed row ends as src/core/transitions.ts
  * `applyClaim` says.
  */
@@ -220,6 +249,8 @@ export type ClaimStrategy =
     readonly kind: "returning"
     readonly statement: (c: JobSqlContext, parts: ClaimParts) => Statement
     readonly newToken: RawSql
+    /** Who takes a claimed job's lease: its attempt, or this claim statement. */
+    readonly leases: ClaimLeaseStrategy
   }
   /**
    * In one transaction, lock up to `limit` due rows with `pickDue` (skipping rows others hold),

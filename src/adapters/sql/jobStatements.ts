@@ -15,7 +15,7 @@ import type {
   Outcome
 } from "../../core/model.ts"
 import type { LostLeaseRow } from "../../core/lostLeases.ts"
-import type { TableNames } from "../../core/tables.ts"
+import { type TableNames, tokensTable } from "../../core/tables.ts"
 import { attemptOutcomeOf, outcomeError, REAPED_DEAD, REAPED_RETRY } from "../../core/transitions.ts"
 import {
   claimIndexName,
@@ -44,6 +44,7 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
     jobs,
     hosts,
     jobLocks,
+    jobLockTokens: new RawSql(dialect.syntax.quote(tokensTable(tables.jobLocks))),
     claimIndex: new RawSql(dialect.syntax.quote(claimIndexName(tables.jobs)))
   }
   const d = dialect.jobs

@@ -280,6 +280,23 @@ export const createLostLeases: Migration = {
   memoryTables: (t) => [t.lostLeases]
 }
 
+// ---------------------------------------------------------------------------------------------
+// Migration 11: the lease a job's attempts take, known at enqueue (src/core/lease.ts
+// `leaseNameFor`, slot 0 of its key).
+//
+// With it PostgreSQL's claim takes the lease in the claim's own statement (one round trip per
+// exclusive job fewer; src/adapters/postgres/dialect.ts). It is not `lease_name`: that marks a job
+// deferred on a busy lease, a waiter a release hands off to. No index: it is read only with the
+// claimed row. NULL for jobs without a lease and rows written before it.
+
+/** Migration 11: `claim_lease` on the jobs table. */
+export const addClaimLease: Migration = {
+  id: 11,
+  name: "lease name on job rows",
+  statements: (dialect, t) => [schemas[dialect].addColumn(t.jobs, "claim_lease", "VARCHAR(100) NULL")],
+  memoryTables: () => []
+}
+
 /** leasehold's migrations, in the order they apply. Append new ones; never edit an applied one. */
 export const migrations: ReadonlyArray<Migration> = [
   createJobTables,
@@ -291,7 +308,8 @@ export const migrations: ReadonlyArray<Migration> = [
   addAttemptHistory,
   createSchedules,
   addTraceContext,
-  createLostLeases
+  createLostLeases,
+  addClaimLease
 ]
 
 // ---------------------------------------------------------------------------------------------

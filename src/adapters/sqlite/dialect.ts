@@ -80,7 +80,9 @@ export const sqlite: Dialect = {
       kind: "returning",
       statement: claimStatement,
       // 36 hex characters, the width of the claim token column.
-      newToken: new RawSql("lower(hex(randomblob(18)))")
+      newToken: new RawSql("lower(hex(randomblob(18)))"),
+      // No data-modifying CTE: each attempt takes its lease after the claim.
+      leases: { kind: "inAttempt" }
     },
     hostCap: { kind: "countInClaim", statement: claimStatement },
     // PRAGMA data_version changes when another connection (another process) commits to the

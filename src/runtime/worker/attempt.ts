@@ -134,15 +134,25 @@ const runAttempt = (
     const leases = yield* JobLeases
     const store = yield* JobStore
     const token = job.claimToken!
+    // The lease its claim took for it (PostgreSQL; src/adapters/sql/dialect.ts `ClaimLeaseStrategy`):
+    // held from the claim on, so every way out before perform gives it back.
+    const claimed: HeldLease | undefined = job.leaseTaken === undefined ? undefined : {
+      name: job.leaseTaken.name,
+      owner: token,
+      expiresAt: job.leaseTaken.expiresAt,
+      fencingToken: job.leaseTaken.fencingToken
+    }
+    const notRun = (result: ProcessResult): Effect.Effect<ProcessResult, never, JobStore | JobLeases> =>
+      claimed === undefined ? Effect.succeed(result) : releaseFenced(job, claimed, result)
     if (recheck) {
       const state = yield* (yield* JobStore).claimState({ id: job.id, token })
       if (state === "cancelled") {
         yield* logCancelled("its job was cancelled before it started; not run")
-        return ProcessResult.Cancelled({ job: jobRef(job), leaseLost: false })
+        return yield* notRun(ProcessResult.Cancelled({ job: jobRef(job), leaseLost: false }))
       }
       if (state === "lost") {
         yield* Effect.logWarning("attempt fenced: its claim was taken back before it started; not run")
-        return ProcessResult.Fenced({ job: jobRef(job), leaseLost: false })
+        return yield* notRun(ProcessResult.Fenced({ job: jobRef(job), leaseLost: false }))
       }
     }
 
@@ -152,14 +162,14 @@ const runAttempt = (
         job,
         DEFAULT_BACKOFF,
         describe(Cause.fail(new UnknownJobTypeError({ jobName: job.name }))),
-        undefined
+        claimed
       )
     }
     const type = registered.value.type
     const decoded = yield* decodePayload(job, type.schema)
     if (Either.isLeft(decoded)) {
       const error = new PayloadError({ jobName: job.name, reason: `stored payload no longer decodes: ${decoded.left}` })
-      return yield* recordFailure(job, type.backoff, describe(Cause.fail(error)), undefined)
+      return yield* recordFailure(job, type.backoff, describe(Cause.fail(error)), claimed)
     }
     const payload = decoded.right
 
@@ -169,14 +179,29 @@ const runAttempt = (
       try: () => leaseNameFor(type.name, type.lease, payload),
       catch: (e) => `concurrencyKeyFor threw: ${String(e)}`
     }))
-    if (Either.isLeft(named)) return yield* recordFailure(job, type.backoff, named.left, undefined)
+    if (Either.isLeft(named)) return yield* recordFailure(job, type.backoff, named.left, claimed)
     const leaseName = named.right
     let held: HeldLease | undefined
+    if (claimed !== undefined && claimed.name !== leaseName) {
+      // The job type's lease changed since the enqueue (another version of the app): the lease
+      // taken is not this attempt's; give it back (to its next waiter) and take the right one.
+      yield* Effect.logDebug(`claim took lease ${claimed.name}, not ${leaseName ?? "none"}; released`)
+      yield* Effect.ignoreLogged(
+        Effect.flatMap(leases.release({ name: claimed.name, owner: token }), (released) =>
+          released
+            ? Effect.flatMap(Clock.currentTimeMillis, (now) => store.handOff(claimed.name, now))
+            : Effect.succeed(false))
+      )
+    }
     if (leaseName !== undefined) {
       yield* annotateAttempt("leasehold.lease.name", leaseName)
-      const taken = yield* takeLease(job, leaseName, type.concurrencyLimit, type.backoff, o)
-      if (Either.isLeft(taken)) return taken.left
-      held = taken.right
+      if (claimed?.name === leaseName) {
+        held = claimed
+      } else {
+        const taken = yield* takeLease(job, leaseName, type.concurrencyLimit, type.backoff, o)
+        if (Either.isLeft(taken)) return taken.left
+        held = taken.right
+      }
       yield* annotateAttempt("leasehold.lease.fencing_token", String(held.fencingToken))
     }
 

@@ -1,0 +1,180 @@
+/**
+ * The lease a job's attempts take, stored at enqueue (migration 11, `claim_lease`) and, on
+ * PostgreSQL, taken by the claim statement itself (src/adapters/postgres/dialect.ts
+ * `leases: inClaim`): on every SQL database, through the JobStore and the worker. The claim takes a
+ * free or expired lease for the best job of each key and no other; an attempt that ends before
+ * perform (unknown type, garbled payload, cancelled while it waited) gives the lease back; a job
+ * whose type's key changed since its enqueue gives the old lease back and takes the new one.
+ * Elsewhere no claim takes a lease, and every observable outcome is the same. Tables under a
+ * prefix of their own.
+ */
+import { expect, it } from "@effect/vitest"
+import { Effect, Layer, Option, Schema } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { JobLeases, JobStore } from "../src/JobStore.ts"
+import { define, enqueue, JobContext } from "../src/runtime/Job.ts"
+import * as Leasehold from "../src/runtime/Leasehold.ts"
+import * as Migrator from "../src/runtime/migrate.ts"
+import { processNext } from "../src/runtime/Worker.ts"
+import { runClaimed } from "../src/runtime/worker/attempt.ts"
+import { resolve } from "../src/runtime/worker/options.ts"
+import { overCountingClient } from "./support/counting.ts"
+import { dropPrefixed } from "./support/databases.ts"
+import { MYSQL_URL, PG_URL, uniquePrefix } from "./support/urls.ts"
+
+const dir = mkdtempSync(join(tmpdir(), "leasehold-claim-leases-"))
+const Keyed = define({
+  name: "keyed",
+  schema: Schema.Struct({ key: Schema.String }),
+  concurrencyKeyFor: (p) => p.key,
+  perform: () => Effect.void
+})
+// Its perform records the lease it holds.
+let performedWith: Option.Option<string> = Option.none()
+const Watched = define({
+  name: "watched",
+  schema: Schema.Struct({ key: Schema.String }),
+  concurrencyKeyFor: (p) => p.key,
+  perform: () =>
+    Effect.flatMap(
+      Effect.flatMap(JobContext, (ctx) => ctx.lease),
+      (l) => Effect.sync(() => (performedWith = Option.map(l, (x) => x.name)))
+    )
+})
+const Plain = define({ name: "plain", schema: Schema.Struct({}), perform: () => Effect.void })
+// Enqueued by "another version of the app": no worker here knows it.
+const Stranger = define({
+  name: "stranger",
+  schema: Schema.Struct({}),
+  concurrencyKey: "s",
+  perform: () => Effect.void
+})
+const Sibling = define({ name: "sibling", schema: Schema.Struct({}), concurrencyKey: "s", perform: () => Effect.void })
+const targets = [
+  { name: "postgres", url: PG_URL, claimTakes: true },
+  { name: "mysql", url: MYSQL_URL, claimTakes: false },
+  { name: "sqlite", url: join(dir, "jobs.db"), claimTakes: false }
+] as const
+const input = (now: number) => ({
+  queues: undefined,
+  host: "h",
+  now,
+  claimToken: "unused",
+  timeoutCap: undefined,
+  hostCap: undefined
+})
+
+for (const { claimTakes, name, url } of targets) {
+  const layer = (prefix: string) =>
+    Leasehold.layer({ jobs: [Keyed, Plain, Sibling, Watched], prefix }).pipe(Layer.provideMerge(Layer.empty))
+
+  it.live(
+    `${name}: the lease is stored at enqueue; ${
+      claimTakes ? "the claim takes free and expired ones, once per key" : "the claim takes none"
+    }`,
+    () => {
+      const prefix = uniquePrefix("cl")
+      // After the enqueues (on the live clock), so that every job is due.
+      const T0 = Date.now() + 60_000
+      return Effect.gen(function*() {
+        yield* (yield* Migrator.make({ prefix })).run
+        const store = yield* JobStore
+        const leases = yield* JobLeases
+        const lease = (key: string, owner: string, expiresAt: number) =>
+          leases.tryAcquireToken({ name: `key:${key}`, owner, host: "other", now: T0 - 120_000, expiresAt })
+        // Key c is held until later; key d was held, and expired before T0.
+        expect(Option.isSome(yield* lease("c", "holder", T0 + 600_000))).toBe(true)
+        const old = yield* lease("d", "old", T0 - 1)
+        expect(Option.isSome(old)).toBe(true)
+        const a1 = yield* enqueue(Keyed, { key: "a" }, { priority: 5 })
+        const a2 = yield* enqueue(Keyed, { key: "a" }, { priority: 4 })
+        for (const key of ["b", "c", "d"]) yield* enqueue(Keyed, { key }, { priority: 3 })
+        const plain = yield* enqueue(Plain, {}, { priority: 2 })
+        expect(Option.map(yield* store.get(a1.id), (r) => r.claimLease)).toEqual(Option.some("key:a"))
+        expect(Option.map(yield* store.get(plain.id), (r) => r.claimLease)).toEqual(Option.some(null))
+
+        const claimed = yield* store.claimMany(input(T0), 6)
+        const byKey = new Map(claimed.map((j) => [j.id === a2.id ? "a2" : j.claimLease ?? "plain", j]))
+        expect([...byKey.keys()].sort()).toEqual(["a2", "key:a", "key:b", "key:c", "key:d", "plain"])
+        const tokenOf = (k: string) => byKey.get(k)!.claimToken!
+        if (claimTakes) {
+          for (const k of ["key:a", "key:b", "key:d"]) {
+            const j = byKey.get(k)!
+            expect(j.leaseTaken).toMatchObject({ name: k, expiresAt: j.staleAt })
+            expect(yield* leases.ownerOf(k)).toEqual(Option.some(j.claimToken))
+          }
+          // Fencing tokens only grow: the take-over of d is above the expired holder's.
+          expect(byKey.get("key:d")!.leaseTaken!.fencingToken).toBeGreaterThan(Option.getOrThrow(old))
+          for (const k of ["a2", "key:c", "plain"]) expect(byKey.get(k)!.leaseTaken).toBeUndefined()
+        } else {
+          for (const j of claimed) expect(j.leaseTaken).toBeUndefined()
+          for (const k of ["key:a", "key:b"]) expect(yield* leases.ownerOf(k)).toEqual(Option.none())
+        }
+        expect(yield* leases.ownerOf("key:c")).toEqual(Option.some("holder"))
+        expect(yield* leases.ownerOf("key:d")).toEqual(Option.some(claimTakes ? tokenOf("key:d") : "old"))
+        yield* dropPrefixed(prefix)
+      }).pipe(Effect.provide(layer(prefix)), overCountingClient(url))
+    },
+    60_000
+  )
+
+  it.live(`${name}: an attempt that ends before perform gives its lease back; a changed key takes the new one`, () => {
+    const prefix = uniquePrefix("cl")
+    return Effect.gen(function*() {
+      yield* (yield* Migrator.make({ prefix })).run
+      const store = yield* JobStore
+      const leases = yield* JobLeases
+      yield* leases.ensureTable
+      const free = (key: string) => Effect.map(leases.ownerOf(key), Option.isNone)
+
+      // An unknown type: failed, and its lease is free for the next job of its key.
+      const stranger = yield* enqueue(Stranger, {}, { priority: 9 })
+      const unknown = yield* processNext({ host: "h" })
+      expect(unknown).toMatchObject({ _tag: "Failed", job: { id: stranger.id } })
+      expect(yield* free("key:s")).toBe(true)
+      const sibling = yield* enqueue(Sibling, {})
+      expect(yield* processNext({ host: "h" })).toMatchObject({ _tag: "Completed", job: { id: sibling.id } })
+
+      // A stored payload that no longer decodes, and a key changed since the enqueue.
+      const now = Date.now()
+      const row = (id: string, name: string, payload: string, claimLease: string) => ({
+        id,
+        name,
+        queue: "default",
+        payload,
+        priority: 5,
+        maxRetries: 0,
+        claimTimeout: 60,
+        uniqueKey: id,
+        runAt: now,
+        now,
+        claimLease
+      })
+      yield* store.insert(row(crypto.randomUUID(), "keyed", "{not json", "key:g"))
+      const garbled = yield* processNext({ host: "h" })
+      expect(garbled).toMatchObject({ _tag: "Failed", willRetry: false })
+      expect(yield* free("key:g")).toBe(true)
+      const changed = crypto.randomUUID()
+      yield* store.insert(row(changed, "watched", JSON.stringify({ key: "new" }), "key:old"))
+      expect(yield* processNext({ host: "h" })).toMatchObject({ _tag: "Completed", job: { id: changed } })
+      expect(performedWith).toEqual(Option.some("key:new"))
+      expect(yield* free("key:old")).toBe(true)
+      expect(yield* free("key:new")).toBe(true)
+
+      // Claimed ahead, then cancelled before it started: not run, and its lease is free.
+      const waiting = yield* enqueue(Keyed, { key: "w" })
+      const [job] = yield* store.claimMany(input(Date.now()), 1)
+      expect(job!.id).toBe(waiting.id)
+      if (claimTakes) expect(yield* leases.ownerOf("key:w")).toEqual(Option.some(job!.claimToken))
+      expect(yield* store.cancel({ id: waiting.id }, Date.now())).toBe(1)
+      const o = yield* resolve({ host: "h" })
+      expect(yield* runClaimed(job!, o, { recheck: true })).toMatchObject({ _tag: "Cancelled" })
+      expect(yield* free("key:w")).toBe(true)
+      yield* dropPrefixed(prefix)
+    }).pipe(Effect.provide(layer(prefix)), overCountingClient(url))
+  }, 60_000)
+}
+
+it("cleans up", () => rmSync(dir, { recursive: true, force: true }))

@@ -61,15 +61,16 @@ const input = (now: number) => ({
   queues: undefined,
   host: "h",
   now,
-  claimToken: "unused",
+  // A claim's single row (MySQL: its first row) carries the caller's token: one of its own each.
+  claimToken: crypto.randomUUID(),
   timeoutCap: undefined,
   hostCap: undefined
 })
 
-for (const { claimTakes, name, url } of targets) {
-  const layer = (prefix: string) =>
-    Leasehold.layer({ jobs: [Keyed, Plain, Sibling, Watched], prefix }).pipe(Layer.provideMerge(Layer.empty))
+const layer = (prefix: string) =>
+  Leasehold.layer({ jobs: [Keyed, Plain, Sibling, Watched], prefix }).pipe(Layer.provideMerge(Layer.empty))
 
+for (const { claimTakes, name, url } of targets) {
   it.live(
     `${name}: the lease is stored at enqueue; ${
       claimTakes ? "the claim takes free and expired ones, once per key" : "the claim takes none"
@@ -175,6 +176,60 @@ for (const { claimTakes, name, url } of targets) {
       yield* dropPrefixed(prefix)
     }).pipe(Effect.provide(layer(prefix)), overCountingClient(url))
   }, 60_000)
+}
+
+for (const { name, url } of targets) {
+  it.live(
+    `${name}: a job that waited past its lease's window does not run on it; one cancelled meanwhile reports nothing lost`,
+    () => {
+      const prefix = uniquePrefix("cl")
+      return Effect.gen(function*() {
+        yield* (yield* Migrator.make({ prefix })).run
+        const store = yield* JobStore
+        const leases = yield* JobLeases
+        yield* leases.ensureTable
+        // Two jobs of key x (and two of key y) claimed by a worker long ago (its lease window, 300 s
+        // + max(60 s, 300 s) for the default timeout, long over), while a runner kept them waiting.
+        const now = Date.now()
+        const runAt = now - 900_000
+        const late = yield* Effect.forEach(["x", "y"], (key) => enqueue(Keyed, { key }, { runAt }))
+        const later = yield* Effect.forEach(["x", "y"], (key) => enqueue(Keyed, { key }, { runAt, priority: -1 }))
+        const old = yield* store.claimMany(input(now - 800_000), 2)
+        expect(old.map((j) => j.id).sort()).toEqual(late.map((j) => j.id).sort())
+        // Another worker claims the later jobs now: their claim (or attempt) takes the expired leases over.
+        const fresh = yield* store.claimMany(input(now), 2)
+        expect(fresh.map((j) => j.id).sort()).toEqual(later.map((j) => j.id).sort())
+        for (const j of fresh) {
+          // Where the claim took no lease, the later attempt takes it as its own would.
+          const key = `key:${JSON.parse(j.payload).key}`
+          if (j.leaseTaken === undefined) {
+            const taken = yield* leases.tryAcquireToken({
+              name: key,
+              owner: j.claimToken!,
+              host: "h",
+              now,
+              expiresAt: now + 60_000
+            })
+            expect(Option.isSome(taken)).toBe(true)
+          }
+          expect(yield* leases.ownerOf(key)).toEqual(Option.some(j.claimToken))
+        }
+        const o = yield* resolve({ host: "h" })
+        const [x, y] = ["x", "y"].map((k) => old.find((j) => JSON.parse(j.payload).key === k)!)
+        const holderOf = (k: string) => leases.ownerOf(`key:${k}`)
+        const yHolder = yield* holderOf("y")
+        // x: its claim stands, but its lease is another's now: deferred, not run beside it.
+        expect(yield* runClaimed(x!, o, { recheck: true })).toMatchObject({ _tag: "Deferred", leaseName: "key:x" })
+        // y: cancelled while it waited: not run, nothing reported lost, the new holder keeps its lease.
+        expect(yield* store.cancel({ id: y!.id }, Date.now())).toBe(1)
+        expect(yield* runClaimed(y!, o, { recheck: true })).toMatchObject({ _tag: "Cancelled", leaseLost: false })
+        expect(yield* holderOf("y")).toEqual(yHolder)
+        expect(yield* store.lostLeases(10)).toEqual([])
+        yield* dropPrefixed(prefix)
+      }).pipe(Effect.provide(layer(prefix)), overCountingClient(url))
+    },
+    60_000
+  )
 }
 
 it("cleans up", () => rmSync(dir, { recursive: true, force: true }))

@@ -97,6 +97,19 @@ for (const adapter of ["postgres", "sqlite", "mysql"] as const) {
             const shown = yield* explain({ ...claim, sql: claim.sql.replace(/LIMIT \(SELECT (\d+)\)/, "LIMIT $1") })
             expect(below(shown, "LockRows")).toContain("Sort")
             expect(shown).toContain("Bitmap Heap Scan")
+            // The claim that also takes the claimed jobs' leases picks its rows the same way, and
+            // looks at each lease by primary key (never a scan of the lease table and its dead rows).
+            if (strategy.leases.kind === "inClaim") {
+              const leasing = yield* explain(
+                strategy.leases.statement(s.context, s.claimParts(input, 20, strategy.newToken), {
+                  host: "h",
+                  now: NOW
+                })
+              )
+              expect(below(leasing, "LockRows")).toContain(`Index Scan using ${ready} `)
+              expect(leasing).not.toMatch(/Bitmap|Seq Scan|Hash Anti/)
+              expect(leasing).toContain(`Index Scan using ${tables.jobLocks}_pkey`)
+            }
           } else {
             expect(plan).toContain(`USING INDEX ${ready}`)
             expect(plan).not.toMatch(/TEMP B-TREE/)

@@ -106,6 +106,21 @@ export const leaseWindowMs = (claimTimeoutSeconds: number | null | undefined): n
 export const leaseExpiresAt = (now: number, claimTimeoutSeconds: number | null | undefined): number =>
   now + leaseWindowMs(claimTimeoutSeconds)
 
+/**
+ * How long before an attempt starts its claim may have taken its lease for the attempt to use
+ * that lease as it is (docs/behaviour.md §8): a lease taken earlier (the job waited, or its
+ * process was paused) is renewed first, owner-fenced, so no run starts on a lease that may
+ * already have run out and been taken over.
+ */
+export const CLAIM_LEASE_FRESH_MS = 1000
+
+/** Whether a lease a claim took, expiring at `expiresAt`, may be used as is by an attempt starting at `now`. */
+export const isClaimLeaseFresh = (
+  expiresAt: number,
+  now: number,
+  claimTimeoutSeconds: number | null | undefined
+): boolean => expiresAt >= leaseExpiresAt(now, claimTimeoutSeconds) - CLAIM_LEASE_FRESH_MS
+
 /** A lease is free for take-over once its expiry is strictly in the past. */
 export const isExpired = (expiresAt: number, now: number): boolean => expiresAt < now
 

@@ -10,6 +10,8 @@ import { describe, expect, it } from "vitest"
 import { isStale } from "../../src/core/jobs.ts"
 import {
   busyDelaySeconds,
+  CLAIM_LEASE_FRESH_MS,
+  isClaimLeaseFresh,
   decodeEpochMs,
   fitLeaseName,
   giveBackAttempt,
@@ -235,6 +237,16 @@ describe("§3 Window: claim t (≤ 0 means 300), window = t + max(60, t), the le
       expect(leaseExpiresAt(now, t) - now).toBe(leaseWindowSeconds(t) * SECOND)
       // the same claim taken later expires that much later
       expect(leaseExpiresAt(now + later, t) - leaseExpiresAt(now, t)).toBe(later)
+    })))
+
+  it("a lease a claim took is used as is only by an attempt starting within a second of the claim (§8)", () =>
+    fc.assert(fc.property(instants, claims, fc.integer({ min: 0, max: 10_000_000 }), (claimedAt, t, waited) => {
+      const expiresAt = leaseExpiresAt(claimedAt, t)
+      expect(isClaimLeaseFresh(expiresAt, claimedAt + waited, t)).toBe(waited <= CLAIM_LEASE_FRESH_MS)
+      // never one that has run out, whatever the timeout
+      if (isExpired(expiresAt, claimedAt + waited)) {
+        expect(isClaimLeaseFresh(expiresAt, claimedAt + waited, t)).toBe(false)
+      }
     })))
 
   /** What a worker's claim at `now` asks for, under `cap` (none when undefined). */

@@ -91,15 +91,19 @@ export const postgres: Dialect = {
       // UPDATE … WHERE expired (the acquire statement's form) and a bump of each taken name's
       // token counter. One row per name (DISTINCT ON; the best row of a key gets it), in name
       // order, so two claims lock lease rows in the same order; a name the statement's snapshot
-      // shows held is not tried (no lock waited for on a busy key). The casts type parameters a
-      // SELECT list cannot infer.
+      // shows held is not tried, so no claim waits on a committed holder (it does wait for a
+      // transaction still taking that lease: docs/behaviour.md §8). `OFFSET 0` keeps that look an
+      // index probe per row: without it the planner hashes the whole lease table, dead rows of
+      // every lease released since its last vacuum included, once per claim. The casts type
+      // parameters a SELECT list cannot infer; the columns are named, never `*`, so the statement
+      // is prepared (./preparing.ts).
       leases: {
         kind: "inClaim",
         statement: ({ sql, jobs, jobLocks, jobLockTokens }, { set, due, limit }, { host, now }) =>
           sql`WITH claimed AS (UPDATE ${jobs} SET ${set} WHERE id IN (SELECT id FROM ${jobs} WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT (SELECT ${limit}) FOR UPDATE SKIP LOCKED) RETURNING ${JOB_COLUMNS}),
-took AS (INSERT INTO ${jobLocks} (lockname, lockowner, lockhost, acquiredat, expiresat) SELECT DISTINCT ON (c.claim_lease) c.claim_lease, c.claim_token, CAST(${host} AS VARCHAR(255)), CAST(${now} AS BIGINT), c.stale_at FROM claimed c WHERE c.claim_lease IS NOT NULL AND c.stale_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ${jobLocks} h WHERE h.lockname = c.claim_lease AND h.expiresat >= CAST(${now} AS BIGINT)) ORDER BY c.claim_lease, c.priority DESC, c.run_at ASC, c.id ON CONFLICT (lockname) DO UPDATE SET lockowner = EXCLUDED.lockowner, lockhost = EXCLUDED.lockhost, acquiredat = EXCLUDED.acquiredat, expiresat = EXCLUDED.expiresat WHERE ${jobLocks}.expiresat < EXCLUDED.acquiredat RETURNING lockname, lockowner, expiresat),
+took AS (INSERT INTO ${jobLocks} (lockname, lockowner, lockhost, acquiredat, expiresat) SELECT DISTINCT ON (c.claim_lease) c.claim_lease, c.claim_token, CAST(${host} AS VARCHAR(255)), CAST(${now} AS BIGINT), c.stale_at FROM claimed c WHERE c.claim_lease IS NOT NULL AND c.stale_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ${jobLocks} h WHERE h.lockname = c.claim_lease AND h.expiresat >= CAST(${now} AS BIGINT) OFFSET 0) ORDER BY c.claim_lease, c.priority DESC, c.run_at ASC, c.id ON CONFLICT (lockname) DO UPDATE SET lockowner = EXCLUDED.lockowner, lockhost = EXCLUDED.lockhost, acquiredat = EXCLUDED.acquiredat, expiresat = EXCLUDED.expiresat WHERE ${jobLocks}.expiresat < EXCLUDED.acquiredat RETURNING lockname, lockowner, expiresat),
 bumped AS (INSERT INTO ${jobLockTokens} (lockname, token) SELECT lockname, 1 FROM took ON CONFLICT (lockname) DO UPDATE SET token = ${jobLockTokens}.token + 1 RETURNING lockname, token)
-SELECT c.*, b.token AS lease_token, t.expiresat AS lease_expires FROM claimed c LEFT JOIN took t ON t.lockowner = c.claim_token LEFT JOIN bumped b ON b.lockname = t.lockname`
+SELECT ${JOB_COLUMNS}, b.token AS lease_token, t.expiresat AS lease_expires FROM claimed c LEFT JOIN took t ON t.lockowner = c.claim_token LEFT JOIN bumped b ON b.lockname = t.lockname`
       }
     },
     hostCap: {

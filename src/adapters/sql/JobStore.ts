@@ -207,19 +207,24 @@ export const make = (
       const strategy = d.claim
       switch (strategy.kind) {
         case "returning": {
-          // Where the dialect can, the claim takes the claimed jobs' leases too (migration 11),
-          // once the lease tables are known to exist.
+          // Where the dialect can, the claim takes the claimed jobs' leases too (migration 11), once
+          // the lease tables are known to exist, and never inside a transaction: a lease row left
+          // uncommitted until the caller's (or a capped claim's) transaction ends would hold up
+          // every claim that meets its name (docs/behaviour.md §8).
           const { leases } = strategy
           const claimed = (parts: ClaimParts) =>
             leases.kind === "inAttempt"
               ? jobs(strategy.statement(s.context, parts))
-              : Effect.flatMap(leaseTablesSeen, (seen) =>
-                seen
-                  ? Effect.map(
-                    rows(leases.statement(s.context, parts, { host: input.host, now: input.now })),
-                    (r) => r.map(decodeClaimedRow)
-                  )
-                  : jobs(strategy.statement(s.context, parts)))
+              : Effect.flatMap(
+                Effect.zipWith(inTransaction, leaseTablesSeen, (inside, seen) => seen && !inside),
+                (taking) =>
+                  taking
+                    ? Effect.map(
+                      rows(leases.statement(s.context, parts, { host: input.host, now: input.now })),
+                      (r) => r.map(decodeClaimedRow)
+                    )
+                    : jobs(strategy.statement(s.context, parts))
+              )
           return limit <= 1
             ? claimed(s.claimParts(input, 1))
             : Effect.map(

@@ -8,7 +8,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { Cause, Clock, Effect, Either, Exit, Option, Schema } from "effect"
 import { Fenced, JobCancelled, JobTimeoutError, PayloadError, UnknownJobTypeError } from "../../core/errors.ts"
 import { type BackoffOptions, DEFAULT_BACKOFF } from "../../core/jobs.ts"
-import { busyDelaySeconds, leaseExpiresAt, leaseNameFor } from "../../core/lease.ts"
+import { busyDelaySeconds, isClaimLeaseFresh, leaseExpiresAt, leaseNameFor } from "../../core/lease.ts"
 import type { JobRow } from "../../core/model.ts"
 import { JobLeases, JobStore } from "../../ports/JobStore.ts"
 import type { ScheduleStore } from "../../ports/ScheduleStore.ts"
@@ -135,17 +135,26 @@ const runAttempt = (
     const store = yield* JobStore
     const token = job.claimToken!
     // The lease its claim took for it (PostgreSQL; src/adapters/sql/dialect.ts `ClaimLeaseStrategy`):
-    // held from the claim on, so every way out before perform gives it back.
-    const claimed: HeldLease | undefined = job.leaseTaken === undefined ? undefined : {
+    // held from the claim on, so every way out before perform gives it back, quietly (an attempt
+    // that never ran overlapped nothing, whoever holds the lease now).
+    let claimed: HeldLease | undefined = job.leaseTaken === undefined ? undefined : {
       name: job.leaseTaken.name,
       owner: token,
       expiresAt: job.leaseTaken.expiresAt,
       fencingToken: job.leaseTaken.fencingToken
     }
-    const notRun = (result: ProcessResult): Effect.Effect<ProcessResult, never, JobStore | JobLeases> =>
-      claimed === undefined ? Effect.succeed(result) : releaseFenced(job, claimed, result)
+    const giveBack = (lease: HeldLease) =>
+      Effect.ignoreLogged(
+        Effect.flatMap(leases.release({ name: lease.name, owner: token }), (released) =>
+          released
+            ? Effect.flatMap(Clock.currentTimeMillis, (now) => store.handOff(lease.name, now))
+            : Effect.succeed(false))
+      )
+    const notRun = (result: ProcessResult) =>
+      claimed === undefined ? Effect.succeed(result) : Effect.as(giveBack(claimed), result)
     if (recheck) {
-      const state = yield* (yield* JobStore).claimState({ id: job.id, token })
+      const state = yield* Effect.onError(store.claimState({ id: job.id, token }), () =>
+        claimed === undefined ? Effect.void : giveBack(claimed))
       if (state === "cancelled") {
         yield* logCancelled("its job was cancelled before it started; not run")
         return yield* notRun(ProcessResult.Cancelled({ job: jobRef(job), leaseLost: false }))
@@ -176,7 +185,8 @@ const runAttempt = (
     // The key function may throw on a stored payload (another version of the app enqueued it):
     // that fails the attempt.
     const named = yield* Effect.either(Effect.try({
-      try: () => leaseNameFor(type.name, type.lease, payload),
+      try: () =>
+        leaseNameFor(type.name, type.lease, payload),
       catch: (e) => `concurrencyKeyFor threw: ${String(e)}`
     }))
     if (Either.isLeft(named)) return yield* recordFailure(job, type.backoff, named.left, claimed)
@@ -186,15 +196,21 @@ const runAttempt = (
       // The job type's lease changed since the enqueue (another version of the app): the lease
       // taken is not this attempt's; give it back (to its next waiter) and take the right one.
       yield* Effect.logDebug(`claim took lease ${claimed.name}, not ${leaseName ?? "none"}; released`)
-      yield* Effect.ignoreLogged(
-        Effect.flatMap(leases.release({ name: claimed.name, owner: token }), (released) =>
-          released
-            ? Effect.flatMap(Clock.currentTimeMillis, (now) => store.handOff(claimed.name, now))
-            : Effect.succeed(false))
-      )
+      yield* giveBack(claimed)
     }
     if (leaseName !== undefined) {
       yield* annotateAttempt("leasehold.lease.name", leaseName)
+      // A claim-taken lease taken too long ago (the job waited, or this process was paused) is
+      // renewed from now first, owner-fenced: one taken over meanwhile is not ours, and the
+      // attempt takes its lease as if the claim had not (src/core/lease.ts isClaimLeaseFresh).
+      if (claimed?.name === leaseName) {
+        const now = yield* Clock.currentTimeMillis
+        if (!isClaimLeaseFresh(claimed.expiresAt, now, job.claimTimeout)) {
+          const expiresAt = leaseExpiresAt(now, job.claimTimeout)
+          const renew = leases.renew({ name: claimed.name, owner: token, now, expiresAt })
+          claimed = (yield* Effect.orElseSucceed(renew, () => false)) ? { ...claimed, expiresAt } : undefined
+        }
+      }
       if (claimed?.name === leaseName) {
         held = claimed
       } else {

@@ -101,6 +101,8 @@ export const cappedGraceMs = (rowGraceMs: number | null, cap: number | undefined
 export const applyClaim = (row: JobRow, input: ClaimInput): JobRow => ({
   ...row,
   status: "processing",
+  // Claimed, it waits on no lease: a hand-off after a later failure must not cut its backoff.
+  leaseName: null,
   attempts: row.attempts + 1,
   claimToken: input.claimToken,
   claimedBy: input.host,

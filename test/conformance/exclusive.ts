@@ -436,6 +436,49 @@ export const exclusiveConformance = (adapter: AdapterName) =>
         )
       }))
 
+    it.effect("a job once deferred waits on its key no longer after its claim: a later hand-off does not cut its retry backoff", () =>
+      Effect.gen(function*() {
+        const gate = yield* Deferred.make<void>()
+        const started = yield* Deferred.make<void>()
+        const Flaky = define({
+          name: "Flaky",
+          schema: Account,
+          concurrencyKeyFor: (p) => `acct-${p.accountId}`,
+          perform: (p) =>
+            p.n === 1
+              ? Effect.zipRight(Deferred.succeed(started, undefined), Deferred.await(gate))
+              : p.n === 2
+              ? Effect.fail("fails once")
+              : Effect.void
+        })
+        yield* withJobs(
+          [Flaky],
+          Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            yield* enqueue(Flaky, { accountId: "x", n: 1 })
+            const running = yield* Effect.fork(processNext({ host: "w1" }))
+            yield* Deferred.await(started)
+            yield* TestClock.adjust(1)
+            const second = yield* enqueue(Flaky, { accountId: "x", n: 2 })
+            expect(yield* processNext({ host: "w2" })).toMatchObject({ _tag: "Deferred" })
+            yield* Deferred.succeed(gate, undefined)
+            expect(yield* Fiber.join(running)).toMatchObject({ _tag: "Completed" })
+            // Handed off: it runs now, fails, and waits out its backoff.
+            expect(yield* processNext({ host: "w2" })).toMatchObject({
+              _tag: "Failed",
+              willRetry: true,
+              job: { id: second.id }
+            })
+            const retryAt = (yield* row(second.id)).runAt
+            expect(retryAt).toBeGreaterThan(T0 + 1)
+            // Another job of the key runs and releases it: no hand-off reaches the retrying job.
+            const third = yield* enqueue(Flaky, { accountId: "x", n: 3 })
+            expect(yield* processNext({ host: "w3" })).toMatchObject({ _tag: "Completed", job: { id: third.id } })
+            expect(yield* row(second.id)).toMatchObject({ status: "pending", runAt: retryAt })
+          })
+        )
+      }))
+
     it.effect("hand-off wakes only one of five waiters: the highest priority, then the oldest", () =>
       Effect.gen(function*() {
         const p = yield* probes

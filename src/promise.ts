@@ -215,6 +215,9 @@ const settle = async <A, E>(exit: Promise<Exit.Exit<A, E>>): Promise<A> => {
   throw Option.isSome(failure) ? failure.value : Cause.squash(done.cause)
 }
 
+// The keys of CreateOptions.
+const CREATE_OPTIONS: ReadonlySet<string> = new Set(["url", "pool", "jobs", "prefix", "tracing"])
+
 /**
  * Creates a client: connects (the driver is loaded on demand), registers the job types, and
  * returns Promise methods. Call `migrate()` once before the first enqueue on a new database,
@@ -223,6 +226,16 @@ const settle = async <A, E>(exit: Promise<Exit.Exit<A, E>>): Promise<A> => {
 export const createLeasehold = async <const Types extends ReadonlyArray<PromiseJobType>>(
   options: CreateOptions<Types>
 ): Promise<LeaseholdClient> => {
+  // From JavaScript a misspelt option (`prefx`) would otherwise be dropped without a word, and
+  // the client would use the default tables.
+  const unknown = Object.keys(options).filter((k) => !CREATE_OPTIONS.has(k))
+  if (unknown.length > 0) {
+    throw new TypeError(
+      `createLeasehold: unknown option${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")} (known: ${
+        [...CREATE_OPTIONS].join(", ")
+      })`
+    )
+  }
   if ((options.url === undefined) === (options.pool === undefined)) {
     throw new TypeError("createLeasehold needs exactly one of url and pool")
   }

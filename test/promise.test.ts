@@ -404,6 +404,11 @@ describe("createLeasehold", () => {
     await expect(createLeasehold({ jobs: [] })).rejects.toThrow(/exactly one of url and pool/)
     // an empty SQLite file name would be a temporary database, gone (with its jobs) on close
     await expect(createLeasehold({ url: " ", jobs: [] })).rejects.toThrow(/url is empty/)
+    // A misspelt option (as from JavaScript) is refused by name, not dropped.
+    const misspelt = { url: "unused.db", jobs: [], prefx: "app_" } as unknown as Parameters<typeof createLeasehold>[0]
+    await expect(createLeasehold(misspelt)).rejects.toThrow(
+      /unknown option prefx \(known: url, pool, jobs, prefix, tracing\)/
+    )
   })
 
   it("refuses a worker once closed", async () => {

@@ -4,8 +4,16 @@
  */
 import { MAX_HISTORY } from "../../core/history.ts"
 import type { NewJob } from "../../core/model.ts"
-import { type Dialect, errorCode, isNetworkError, JOB_COLUMNS, type JobSqlContext, newJobRows } from "../sql/dialect.ts"
-import { literalInt, RawSql, type Syntax, sqlFor } from "../sql/statement.ts"
+import {
+  type ClaimParts,
+  type Dialect,
+  errorCode,
+  isNetworkError,
+  JOB_COLUMNS,
+  type JobSqlContext,
+  newJobRows
+} from "../sql/dialect.ts"
+import { literalInt, RawSql, type Statement, type Syntax, sqlFor } from "../sql/statement.ts"
 
 const syntax: Syntax = {
   name: "pg",
@@ -19,6 +27,23 @@ const insert = (c: JobSqlContext, j: NewJob) =>
   c.sql`INSERT INTO ${c.jobs} ${newJobRows(c, [j])} ON CONFLICT (unique_key) DO NOTHING`
 const insertMany = (c: JobSqlContext, jobs: ReadonlyArray<NewJob>) =>
   c.sql`INSERT INTO ${c.jobs} ${newJobRows(c, jobs)} ON CONFLICT (unique_key) DO NOTHING RETURNING id, queue`
+
+// Inserts the lease rows `rows` gives (a VALUES list or a SELECT), or takes over a lease that
+// expired strictly before the row's acquiredat: the acquisition's one rule, for one lease (the
+// acquire statement) or for the leases of a claim's jobs.
+const insertOrTakeOver = (t: RawSql, rows: Statement, returning: string) =>
+  sql`INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) ${rows} ON CONFLICT (lockname) DO UPDATE SET lockowner = EXCLUDED.lockowner, lockhost = EXCLUDED.lockhost, acquiredat = EXCLUDED.acquiredat, expiresat = EXCLUDED.expiresat WHERE ${t}.expiresat < EXCLUDED.acquiredat RETURNING ${new RawSql(
+    returning
+  )}`
+// Adds 1 to the token counter of each name `names` gives as (lockname, 1), from 1 where it has none.
+const bumpTokens = (tokens: RawSql, names: Statement, returning: string) =>
+  sql`INSERT INTO ${tokens} (lockname, token) ${names} ON CONFLICT (lockname) DO UPDATE SET token = ${tokens}.token + 1 RETURNING ${new RawSql(
+    returning
+  )}`
+
+// The claim, alone or inside the claim that takes leases (why `LIMIT (SELECT n)`: `claim` below).
+const claimDue = ({ jobs, sql }: JobSqlContext, { due, limit, set }: ClaimParts) =>
+  sql`UPDATE ${jobs} SET ${set} WHERE id IN (SELECT id FROM ${jobs} WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT (SELECT ${limit}) FOR UPDATE SKIP LOCKED) RETURNING ${JOB_COLUMNS}`
 
 /** The PostgreSQL dialect. */
 export const postgres: Dialect = {
@@ -46,16 +71,22 @@ export const postgres: Dialect = {
     acquire: {
       kind: "upsertWithToken",
       statement: (t, tokens, row) =>
-        sql`WITH got AS (INSERT INTO ${t} (lockname, lockowner, lockhost, acquiredat, expiresat) VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt}) ON CONFLICT (lockname) DO UPDATE SET lockowner = EXCLUDED.lockowner, lockhost = EXCLUDED.lockhost, acquiredat = EXCLUDED.acquiredat, expiresat = EXCLUDED.expiresat WHERE ${t}.expiresat < EXCLUDED.acquiredat RETURNING lockname), bumped AS (INSERT INTO ${tokens} (lockname, token) SELECT lockname, 1 FROM got ON CONFLICT (lockname) DO UPDATE SET token = ${tokens}.token + 1 RETURNING token) SELECT 1 AS got, NULL AS lockowner, token FROM bumped UNION ALL SELECT 0, l.lockowner, k.token FROM ${t} l LEFT JOIN ${tokens} k ON k.lockname = l.lockname WHERE l.lockname = ${row.name} AND NOT EXISTS (SELECT 1 FROM bumped)`
+        sql`WITH got AS (${
+          insertOrTakeOver(
+            t,
+            sql`VALUES (${row.name}, ${row.owner}, ${row.host}, ${row.acquiredAt}, ${row.expiresAt})`,
+            "lockname"
+          )
+        }), bumped AS (${
+          bumpTokens(tokens, sql`SELECT lockname, 1 FROM got`, "token")
+        }) SELECT 1 AS got, NULL AS lockowner, token FROM bumped UNION ALL SELECT 0, l.lockowner, k.token FROM ${t} l LEFT JOIN ${tokens} k ON k.lockname = l.lockname WHERE l.lockname = ${row.name} AND NOT EXISTS (SELECT 1 FROM bumped)`
     },
     createTokensTable: (tokens) =>
       sql`CREATE TABLE IF NOT EXISTS ${tokens} (
   lockname VARCHAR(100) NOT NULL PRIMARY KEY,
   token BIGINT NOT NULL
 )`,
-    bumpToken: (tokens, name) => [
-      sql`INSERT INTO ${tokens} (lockname, token) VALUES (${name}, 1) ON CONFLICT (lockname) DO UPDATE SET token = ${tokens}.token + 1 RETURNING token`
-    ]
+    bumpToken: (tokens, name) => [bumpTokens(tokens, sql`VALUES (${name}, 1)`, "token")]
   },
   fences: {
     createTable: (t) =>
@@ -84,11 +115,10 @@ export const postgres: Dialect = {
       // issue 13) to the ready index's ordered scan that stops after n. A limit it cannot read
       // is costed as a fraction of the rows, and the ordered scan wins under any estimate
       // (test/claim-plan.test.ts).
-      statement: ({ sql, jobs }, { set, due, limit }) =>
-        sql`UPDATE ${jobs} SET ${set} WHERE id IN (SELECT id FROM ${jobs} WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT (SELECT ${limit}) FOR UPDATE SKIP LOCKED) RETURNING ${JOB_COLUMNS}`,
+      statement: claimDue,
       newToken: new RawSql("gen_random_uuid()::text"),
-      // The claim above, then the leases of the claimed rows in one INSERT … ON CONFLICT DO
-      // UPDATE … WHERE expired (the acquire statement's form) and a bump of each taken name's
+      // The claim above, then the leases of the claimed rows in one insertOrTakeOver (the acquire
+      // statement's rule) and a bump of each taken name's
       // token counter. One row per name (DISTINCT ON; the best row of a key gets it), in name
       // order, so two claims lock lease rows in the same order; a name the statement's snapshot
       // shows held is not tried, so no claim waits on a committed holder (it does wait for a
@@ -99,10 +129,16 @@ export const postgres: Dialect = {
       // is prepared (./preparing.ts).
       leases: {
         kind: "inClaim",
-        statement: ({ sql, jobs, jobLocks, jobLockTokens }, { set, due, limit }, { host, now }) =>
-          sql`WITH claimed AS (UPDATE ${jobs} SET ${set} WHERE id IN (SELECT id FROM ${jobs} WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT (SELECT ${limit}) FOR UPDATE SKIP LOCKED) RETURNING ${JOB_COLUMNS}),
-took AS (INSERT INTO ${jobLocks} (lockname, lockowner, lockhost, acquiredat, expiresat) SELECT DISTINCT ON (c.claim_lease) c.claim_lease, c.claim_token, CAST(${host} AS VARCHAR(255)), CAST(${now} AS BIGINT), c.stale_at FROM claimed c WHERE c.claim_lease IS NOT NULL AND c.stale_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ${jobLocks} h WHERE h.lockname = c.claim_lease AND h.expiresat >= CAST(${now} AS BIGINT) OFFSET 0) ORDER BY c.claim_lease, c.priority DESC, c.run_at ASC, c.id ON CONFLICT (lockname) DO UPDATE SET lockowner = EXCLUDED.lockowner, lockhost = EXCLUDED.lockhost, acquiredat = EXCLUDED.acquiredat, expiresat = EXCLUDED.expiresat WHERE ${jobLocks}.expiresat < EXCLUDED.acquiredat RETURNING lockname, lockowner, expiresat),
-bumped AS (INSERT INTO ${jobLockTokens} (lockname, token) SELECT lockname, 1 FROM took ON CONFLICT (lockname) DO UPDATE SET token = ${jobLockTokens}.token + 1 RETURNING lockname, token)
+        statement: (c, parts, { host, now }) =>
+          c.sql`WITH claimed AS (${claimDue(c, parts)}),
+took AS (${
+            insertOrTakeOver(
+              c.jobLocks,
+              c.sql`SELECT DISTINCT ON (c.claim_lease) c.claim_lease, c.claim_token, CAST(${host} AS VARCHAR(255)), CAST(${now} AS BIGINT), c.stale_at FROM claimed c WHERE c.claim_lease IS NOT NULL AND c.stale_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ${c.jobLocks} h WHERE h.lockname = c.claim_lease AND h.expiresat >= CAST(${now} AS BIGINT) OFFSET 0) ORDER BY c.claim_lease, c.priority DESC, c.run_at ASC, c.id`,
+              "lockname, lockowner, expiresat"
+            )
+          }),
+bumped AS (${bumpTokens(c.jobLockTokens, c.sql`SELECT lockname, 1 FROM took`, "lockname, token")})
 SELECT ${JOB_COLUMNS}, b.token AS lease_token, t.expiresat AS lease_expires FROM claimed c LEFT JOIN took t ON t.lockowner = c.claim_token LEFT JOIN bumped b ON b.lockname = t.lockname`
       }
     },

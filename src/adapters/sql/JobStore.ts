@@ -216,7 +216,7 @@ export const make = (
             leases.kind === "inAttempt"
               ? jobs(strategy.statement(s.context, parts))
               : Effect.flatMap(
-                Effect.zipWith(inTransaction, leaseTablesSeen, (inside, seen) => seen && !inside),
+                Effect.flatMap(inTransaction, (inside) => (inside ? Effect.succeed(false) : leaseTablesSeen)),
                 (taking) =>
                   taking
                     ? Effect.map(

@@ -58,10 +58,11 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
     input.queues === undefined
       ? sql`status = 'pending' AND run_at <= ${input.now}`
       : sql`status = 'pending' AND run_at <= ${input.now} AND queue IN (${new SqlList(input.queues)})`
-  // A fresh token, this host, attempts + 1, no heartbeat, waiting on no lease (core's applyClaim); with a cap, the timeout and the grace
-  // lowered to the cap's (core's cappedTimeout, cappedGraceMs: one comparison each; the windows
-  // come from src/core/lease.ts); and the stale deadline now + grace. A row without a grace
-  // keeps none and gets no deadline (NULL + now is NULL): core's isStale works it out.
+  // A fresh token, this host, attempts + 1, no heartbeat, waiting on no lease (core's
+  // applyClaim); with a cap, the timeout and the grace lowered to the cap's (core's
+  // cappedTimeout, cappedGraceMs: one comparison each; the windows come from src/core/lease.ts);
+  // and the stale deadline now + grace. A row without a grace keeps none and gets no deadline
+  // (NULL + now is NULL): core's isStale works it out.
   const claimSet = (input: ClaimInput, token: unknown = input.claimToken) => {
     const common =
       sql`status = 'processing', attempts = attempts + 1, claim_token = ${token}, claimed_by = ${input.host}, heartbeat_at = NULL, lease_name = NULL, updated_at = ${input.now}`

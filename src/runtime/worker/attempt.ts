@@ -19,6 +19,7 @@ import { annotateAttempt, traceAttempt } from "../tracing.ts"
 import {
   cancelledMeanwhile,
   describe,
+  giveBackLease,
   logCancelled,
   recordFailure,
   recordSuccess,
@@ -97,6 +98,24 @@ const takeLease = (
     return Either.left(ProcessResult.Deferred({ job: jobRef(job), leaseName, retryAt, holder: holderOwner }))
   })
 
+/**
+ * A lease the claim took, as the attempt may use it: as is when taken at most a second ago, else
+ * renewed from now first, owner-fenced (the job waited, or this process was paused; src/core/
+ * lease.ts isClaimLeaseFresh). Undefined when it was taken over meanwhile: the attempt then takes
+ * its lease as if the claim had not.
+ */
+const stillHeld = (claimed: HeldLease, token: string, claimTimeout: number | null) =>
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    if (isClaimLeaseFresh(claimed.expiresAt, now, claimTimeout)) return claimed
+    const expiresAt = leaseExpiresAt(now, claimTimeout)
+    const renewed = yield* Effect.orElseSucceed(
+      Effect.flatMap(JobLeases, (l) => l.renew({ name: claimed.name, owner: token, now, expiresAt })),
+      () => false
+    )
+    return renewed ? { ...claimed, expiresAt } : undefined
+  })
+
 /** How `runClaimed` runs an attempt. */
 export interface RunClaimedOptions {
   /** Watches its timeout (default: a timer of its own). */
@@ -137,19 +156,13 @@ const runAttempt = (
     // The lease its claim took for it (PostgreSQL; src/adapters/sql/dialect.ts `ClaimLeaseStrategy`):
     // held from the claim on, so every way out before perform gives it back, quietly (an attempt
     // that never ran overlapped nothing, whoever holds the lease now).
-    let claimed: HeldLease | undefined = job.leaseTaken === undefined ? undefined : {
+    const claimed: HeldLease | undefined = job.leaseTaken === undefined ? undefined : {
       name: job.leaseTaken.name,
       owner: token,
       expiresAt: job.leaseTaken.expiresAt,
       fencingToken: job.leaseTaken.fencingToken
     }
-    const giveBack = (lease: HeldLease) =>
-      Effect.ignoreLogged(
-        Effect.flatMap(leases.release({ name: lease.name, owner: token }), (released) =>
-          released
-            ? Effect.flatMap(Clock.currentTimeMillis, (now) => store.handOff(lease.name, now))
-            : Effect.succeed(false))
-      )
+    const giveBack = (lease: HeldLease) => Effect.asVoid(giveBackLease(job, lease.name))
     const notRun = (result: ProcessResult) =>
       claimed === undefined ? Effect.succeed(result) : Effect.as(giveBack(claimed), result)
     if (recheck) {
@@ -200,20 +213,8 @@ const runAttempt = (
     }
     if (leaseName !== undefined) {
       yield* annotateAttempt("leasehold.lease.name", leaseName)
-      // A claim-taken lease taken too long ago (the job waited, or this process was paused) is
-      // renewed from now first, owner-fenced: one taken over meanwhile is not ours, and the
-      // attempt takes its lease as if the claim had not (src/core/lease.ts isClaimLeaseFresh).
-      if (claimed?.name === leaseName) {
-        const now = yield* Clock.currentTimeMillis
-        if (!isClaimLeaseFresh(claimed.expiresAt, now, job.claimTimeout)) {
-          const expiresAt = leaseExpiresAt(now, job.claimTimeout)
-          const renew = leases.renew({ name: claimed.name, owner: token, now, expiresAt })
-          claimed = (yield* Effect.orElseSucceed(renew, () => false)) ? { ...claimed, expiresAt } : undefined
-        }
-      }
-      if (claimed?.name === leaseName) {
-        held = claimed
-      } else {
+      held = claimed?.name === leaseName ? yield* stillHeld(claimed, token, job.claimTimeout) : undefined
+      if (held === undefined) {
         const taken = yield* takeLease(job, leaseName, type.concurrencyLimit, type.backoff, o)
         if (Either.isLeft(taken)) return taken.left
         held = taken.right

@@ -191,24 +191,34 @@ export const recordFailure = (job: JobRow, backoff: BackoffOptions, error: strin
   })
 
 /**
+ * Releases lease `name` outside an outcome write, owner-fenced on the attempt's claim token, and
+ * hands off to its next waiter when it was still ours. True: released; false: not ours (any
+ * more); undefined: the release failed (logged), and the lease will expire.
+ */
+export const giveBackLease = (
+  job: JobRow,
+  name: string
+): Effect.Effect<boolean | undefined, never, JobStore | JobLeases> =>
+  Effect.gen(function*() {
+    const released = yield* Effect.either((yield* JobLeases).release({ name, owner: job.claimToken! }))
+    if (Either.isLeft(released)) {
+      yield* Effect.logWarning(`lease ${name} release failed; it will expire`, released.left)
+      return undefined
+    }
+    if (released.right) yield* Effect.ignoreLogged((yield* JobStore).handOff(name, yield* Clock.currentTimeMillis))
+    return released.right
+  })
+
+/**
  * A fenced or cancelled attempt writes no outcome but still gives its lease back (owner-fenced)
- * and hands off.
+ * and hands off; a lease found taken over is reported lost.
  */
 export const releaseFenced = (job: JobRow, held: Held, result: ProcessResult) =>
   Effect.gen(function*() {
     const name = held.name
     const leases = yield* JobLeases
-    const store = yield* JobStore
     const token = job.claimToken!
-    const released = yield* Effect.either(leases.release({ name, owner: token }))
-    if (Either.isLeft(released)) {
-      yield* Effect.logWarning(`lease ${name} release failed; it will expire`, released.left)
-      return result
-    }
-    if (released.right) {
-      yield* Effect.ignoreLogged(store.handOff(name, yield* Clock.currentTimeMillis))
-      return result
-    }
+    if ((yield* giveBackLease(job, name)) !== false) return result
     return yield* reportLeaseLost(result, {
       job,
       lease: held,

@@ -276,7 +276,12 @@ export const startSeeded = async (
     url: `http://127.0.0.1:${port}`,
     runtime,
     close: async () => {
-      await new Promise<void>((resolve) => server.close(() => resolve()))
+      // A browser keeps its keep-alive sockets open; close() alone waits for them (up to the
+      // hook's timeout), so they are cut once the server stops taking new ones.
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      })
       await runtime.dispose()
     }
   }

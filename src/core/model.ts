@@ -135,6 +135,11 @@ export interface FinishInput {
   readonly outcome: Outcome
   /** The lease the attempt holds, to release (and hand off) with the outcome. */
   readonly lease?: string | undefined
+  /**
+   * False: the release wakes no job waiting on the lease, because an attempt of the same worker
+   * takes it next (src/runtime/worker/keyGate.ts). Default true.
+   */
+  readonly handOff?: boolean | undefined
 }
 
 /**

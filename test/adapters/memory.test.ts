@@ -5,6 +5,7 @@ import { cancelConformance } from "../conformance/cancel.ts"
 import { exclusiveConformance } from "../conformance/exclusive.ts"
 import { fencingConformance } from "../conformance/fencing.ts"
 import { handBackConformance } from "../conformance/handBack.ts"
+import { keyGateConformance } from "../conformance/keyGate.ts"
 import { insightsConformance } from "../conformance/insights.ts"
 import { historyConformance } from "../conformance/history.ts"
 import { jobConformance } from "../conformance/jobs.ts"
@@ -24,6 +25,7 @@ exclusiveConformance("memory")
 fencingConformance("memory")
 workerConformance("memory")
 handBackConformance("memory")
+keyGateConformance("memory")
 cancelConformance("memory")
 migrationConformance("memory")
 scheduleConformance("memory")

@@ -207,7 +207,7 @@ export const makeMemoryJobStore = (
           return { written, lease: "none" as const }
         }
         const released = yield* releaseLease(lease, input.token)
-        if (released) {
+        if (released && input.handOff !== false) {
           yield* handOff(lease, input.now, input.id)
         }
         return { written, lease: released ? "released" as const : "lost" as const }

@@ -123,7 +123,13 @@ export const mysql: Dialect = {
       kind: "steps",
       packed: (c, f) =>
         c.sql`${nextReadCommitted}; ${f.outcome}; SET @lh_written = ROW_COUNT(); DELETE FROM ${c.jobLocks} WHERE lockname = ${f.leaseName} AND lockowner = ${f.owner}; SET @lh_released = ROW_COUNT(); ${nextReadCommitted}; ${
-          handOffWhere(c, f.leaseName, f.now, f.id, new RawSql(" AND @lh_released > 0"))
+          handOffWhere(
+            c,
+            f.leaseName,
+            f.now,
+            f.id,
+            new RawSql(f.handOff ? " AND @lh_released > 0" : " AND @lh_released > 0 AND 0 = 1")
+          )
         }; SELECT @lh_written AS written, @lh_released AS released, ROW_COUNT() AS woke`
     },
     updateReports: "count",

@@ -159,7 +159,9 @@ SELECT ${JOB_COLUMNS}, b.token AS lease_token, t.expiresat AS lease_expires FROM
         }), rung AS (SELECT pg_notify(${channel}, queue) FROM inserted GROUP BY queue) SELECT id, (SELECT COUNT(*) FROM rung) AS rung FROM inserted`,
       // SELECT pg_notify: a parameterised NOTIFY is rejected, and this form is delivered only
       // when the surrounding transaction commits.
-      notify: ({ sql }, channel, payload) => sql`SELECT pg_notify(${channel}, ${payload})`
+      notify: ({ sql }, channel, payload) => sql`SELECT pg_notify(${channel}, ${payload})`,
+      handOffNotify: (handOff, channel, payload) =>
+        sql`WITH woke AS (${handOff} RETURNING id), rung AS (SELECT pg_notify(${channel}, ${payload}) FROM woke) SELECT (SELECT COUNT(*) FROM rung) AS woke`
     },
     finish: {
       kind: "oneStatement",
@@ -168,7 +170,9 @@ SELECT ${JOB_COLUMNS}, b.token AS lease_token, t.expiresat AS lease_expires FROM
       statement: ({ sql, jobs, jobLocks }, f) =>
         sql`WITH done AS (${f.outcome} RETURNING id),
 released AS (DELETE FROM ${jobLocks} WHERE lockname = ${f.leaseName} AND lockowner = ${f.owner} RETURNING lockname),
-woke AS (UPDATE ${jobs} SET run_at = LEAST(run_at, ${f.now}) WHERE id = (SELECT id FROM ${jobs} WHERE lease_name = ${f.leaseName} AND status = 'pending' AND id <> ${f.id} AND EXISTS (SELECT 1 FROM released) ORDER BY priority DESC, created_at ASC, id ASC LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id),
+woke AS (UPDATE ${jobs} SET run_at = LEAST(run_at, ${f.now}) WHERE id = (SELECT id FROM ${jobs} WHERE lease_name = ${f.leaseName} AND status = 'pending' AND id <> ${f.id} AND EXISTS (SELECT 1 FROM released)${new RawSql(
+          f.handOff ? "" : " AND FALSE"
+        )} ORDER BY priority DESC, created_at ASC, id ASC LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id),
 rung AS (SELECT pg_notify(${f.channel}, ${f.leaseName}) FROM woke)
 SELECT (SELECT COUNT(*) FROM done) AS written, (SELECT COUNT(*) FROM released) AS released, (SELECT COUNT(*) FROM rung) AS woke`,
       // Several leased completions in one statement. Every part reads the statement's snapshot,

@@ -423,7 +423,10 @@ export const make = (
         if (lease === undefined) {
           return Effect.map(completeTogether(input), (written) => ({ written, lease: "none" as const }))
         }
-        return completeLeasedTogether === undefined ? finishAlone(input) : completeLeasedTogether({ ...input, lease })
+        // A release that wakes nobody goes on its own: the batch statement hands off every lease.
+        return completeLeasedTogether === undefined || input.handOff === false
+          ? finishAlone(input)
+          : completeLeasedTogether({ ...input, lease })
       })
     }
 
@@ -432,7 +435,7 @@ export const make = (
     const packedFinish = d.finish.kind === "steps" && !isGaleraCluster(sql) ? d.finish.packed : undefined
     // Not packed inside the caller's transaction, whose isolation its SETs cannot change.
     const finishTogether = (input: FinishInput, lease: string, inside: boolean) => {
-      const parts = () => s.finishParts(input.id, input.token, input.now, input.outcome, lease)
+      const parts = () => s.finishParts(input.id, input.token, input.now, input.outcome, lease, input.handOff !== false)
       if (d.finish.kind === "oneStatement") return rows(d.finish.statement(s.context, parts()))
       if (packedFinish === undefined || inside) return undefined
       const st = packedFinish(s.context, parts())
@@ -459,7 +462,7 @@ export const make = (
           // A packed finish sent again may have released the lease on its first try and failed
           // before its hand-off: hand off now.
           const after = yield* lostAfterRetry(input, lease)
-          if (after === "released" && d.finish.kind === "steps") {
+          if (after === "released" && d.finish.kind === "steps" && input.handOff !== false) {
             yield* Effect.ignoreLogged(handOff(lease, input.now, input.id))
           }
           return { written, lease: after }
@@ -486,7 +489,9 @@ export const make = (
           return { written, lease: "unknown" }
         }
         if (released.right.n > 0) {
-          if (released.right.waiting) yield* Effect.ignoreLogged(handOff(lease, input.now, input.id))
+          if (released.right.waiting && input.handOff !== false) {
+            yield* Effect.ignoreLogged(handOff(lease, input.now, input.id))
+          }
           return { written, lease: "released" }
         }
         return { written, lease: tries > 1 ? yield* lostAfterRetry(input, lease) : "lost" }
@@ -494,10 +499,20 @@ export const make = (
 
     // A woken waiter is due now: tell this process's workers too (src/adapters/localWakeups.ts),
     // since on MySQL and SQLite nothing else would until their next poll.
+    // PostgreSQL notifies in the hand-off's own statement.
     const handOff = (leaseName: string, now: number, exceptId?: string) =>
       Effect.tap(
-        yes("hand-off", s.handOff(leaseName, now, exceptId)),
-        (woke) => (woke ? Effect.zipRight(notify(leaseName), LocalWakeups.ring(tables.channel)) : Effect.void)
+        wakeups.kind === "notify"
+          ? retryTransient(
+            dialect,
+            "hand-off",
+            Effect.map(
+              rows(wakeups.handOffNotify(s.handOff(leaseName, now, exceptId), tables.channel, leaseName)),
+              (r) => int(r[0]?.woke) > 0
+            )
+          )
+          : yes("hand-off", s.handOff(leaseName, now, exceptId)),
+        (woke) => (woke ? LocalWakeups.ring(tables.channel) : Effect.void)
       )
 
     // A stopping worker's attempts: one statement on PostgreSQL; elsewhere the leases (released

@@ -287,13 +287,15 @@ export type WakeupStrategy =
    * LISTEN/NOTIFY (PostgreSQL): `insertNotify` inserts a job and notifies in one statement,
    * returning the id only if it inserted; `notify` wakes listeners inside the current
    * transaction. Notifications go out when the transaction commits. `insertManyNotify` is
-   * `insertMany` that also notifies once per queue it inserted into.
+   * `insertMany` that also notifies once per queue it inserted into. `handOffNotify` is the
+   * dialect's `handOff` that also notifies when it woke a job, returning one row with `woke`.
    */
   | {
     readonly kind: "notify"
     readonly insertNotify: (c: JobSqlContext, job: NewJob, channel: string) => Statement
     readonly insertManyNotify: (c: JobSqlContext, jobs: ReadonlyArray<NewJob>, channel: string) => Statement
     readonly notify: (c: JobSqlContext, channel: string, payload: string) => Statement
+    readonly handOffNotify: (handOff: Statement, channel: string, payload: string) => Statement
   }
 
 /** An idle worker's cheap look for work between polls (see `WakeupStrategy`). */
@@ -407,6 +409,8 @@ export interface FinishParts {
   readonly owner: string
   readonly now: number
   readonly channel: string
+  /** False: release only, wake no waiter (core's FinishInput `handOff`). */
+  readonly handOff: boolean
 }
 
 /** The pieces of a one-statement completion of several leased attempts. */

@@ -212,13 +212,21 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
     releaseLeaseReportingWaiter: (leaseName: string, owner: string, exceptId: string) =>
       sql`DELETE FROM ${jobLocks} WHERE lockname = ${leaseName} AND lockowner = ${owner} RETURNING EXISTS (SELECT 1 FROM ${jobs} WHERE lease_name = ${leaseName} AND status = 'pending' AND id <> ${exceptId}) AS waiting`,
     /** The pieces of a one-statement finish (the `oneStatement` finish strategy). */
-    finishParts: (id: string, token: string, now: number, o: Outcome, leaseName: string): FinishParts => ({
+    finishParts: (
+      id: string,
+      token: string,
+      now: number,
+      o: Outcome,
+      leaseName: string,
+      handOff: boolean
+    ): FinishParts => ({
       id,
       outcome: outcome(id, token, now, o),
       leaseName,
       owner: token,
       now,
-      channel: tables.channel
+      channel: tables.channel,
+      handOff
     }),
     defer: (id: string, token: string, now: number, runAt: number, leaseName: string) =>
       sql`UPDATE ${jobs} SET ${givenBack(now)}, run_at = ${runAt}, lease_name = ${leaseName} ${mayGiveBack(id, token)}`,

@@ -28,6 +28,7 @@ import {
 } from "./outcome.ts"
 import { perform } from "./perform.ts"
 import { anySlotFree, firstToFree, slotNames, takeSlot } from "./slots.ts"
+import type { KeyGate, Turn } from "./keyGate.ts"
 import type { Watch } from "./watchdog.ts"
 import { jobRef, ProcessResult } from "./results.ts"
 
@@ -48,22 +49,32 @@ const decodePayload = (job: JobRow, schema: Schema.Schema<unknown, any>) =>
  * lease itself, unless the type sets `concurrencyLimit`). All busy: perform does not run; the job
  * waits pending on the lease name until the first holder's lease should end, its attempt given
  * back (docs/behaviour.md §8). Succeeds with the held lease, or with the attempt's result (left)
- * when it ends here.
+ * when it ends here. `busy`: this worker's own attempts hold every slot (./keyGate.ts), so the
+ * job defers without asking.
  */
 const takeLease = (
   job: JobRow,
   leaseName: string,
   limit: number,
   backoff: BackoffOptions,
-  o: Resolved
+  o: Resolved,
+  busy: Extract<Turn, { _tag: "Busy" }> | undefined
 ): Effect.Effect<Either.Either<HeldLease, ProcessResult>, SqlError, JobStore | JobLeases> =>
   Effect.gen(function*() {
-    const store = yield* JobStore
     const leases = yield* JobLeases
     const token = job.claimToken!
     const now = yield* Clock.currentTimeMillis
     const expiresAt = leaseExpiresAt(now, job.claimTimeout)
     const names = slotNames(leaseName, limit)
+    if (busy !== undefined) {
+      return yield* defer(
+        job,
+        leaseName,
+        names,
+        { owner: busy.holder, expiresAt: busy.expiresAt },
+        busy.releasedMeanwhile
+      )
+    }
     const acquired = yield* Effect.either(
       Effect.zipRight(
         // JobLeases remembers a table it has seen (src/adapters/jobLeases.ts): one catalog query per store.
@@ -78,20 +89,40 @@ const takeLease = (
       const { name, token: fencingToken } = acquired.right.value
       return Either.right({ name, owner: token, expiresAt, fencingToken })
     }
-    const holder = yield* firstToFree(leases, names)
-    const delay = busyDelaySeconds(Option.getOrUndefined(Option.map(holder, (h) => h.expiresAt)), now)
+    return yield* defer(job, leaseName, names, Option.getOrUndefined(yield* firstToFree(leases, names)), () => true)
+  })
+
+/**
+ * Defers a job whose lease is busy: pending again until the holder's lease should end, its
+ * attempt given back, waiting on `leaseName`. A holder may have released (and found no waiter to
+ * hand off to) between the look at the lease and the deferral (`releasedMeanwhile`): the lease is
+ * read again, and if a slot is free, the job is handed off at once.
+ */
+const defer = (
+  job: JobRow,
+  leaseName: string,
+  names: ReadonlyArray<string>,
+  holder: { readonly owner: string; readonly expiresAt: number } | undefined,
+  releasedMeanwhile: () => boolean
+): Effect.Effect<Either.Either<HeldLease, ProcessResult>, SqlError, JobStore | JobLeases> =>
+  Effect.gen(function*() {
+    const store = yield* JobStore
+    const now = yield* Clock.currentTimeMillis
+    const delay = busyDelaySeconds(holder?.expiresAt, now)
     const retryAt = now + delay * 1000
-    const holderOwner = Option.getOrNull(Option.map(holder, (h) => h.owner))
-    if (!(yield* store.defer(job.id, token, now, retryAt, leaseName))) {
+    const holderOwner = holder?.owner ?? null
+    if (!(yield* store.defer(job.id, job.claimToken!, now, retryAt, leaseName))) {
       if (yield* cancelledMeanwhile(job)) {
         yield* logCancelled("its job was cancelled before it started; not run")
         return Either.left(ProcessResult.Cancelled({ job: jobRef(job), leaseLost: false }))
       }
       return Either.left(ProcessResult.Fenced({ job: jobRef(job), leaseLost: false }))
     }
-    // A holder may have released (and found no waiter to hand off to) between our
-    // tryAcquire and the defer: look again, and if a slot is free, hand off now.
-    if (yield* Effect.orElseSucceed(anySlotFree(leases, names, yield* Clock.currentTimeMillis), () => false)) {
+    const leases = yield* JobLeases
+    if (
+      releasedMeanwhile() &&
+      (yield* Effect.orElseSucceed(anySlotFree(leases, names, yield* Clock.currentTimeMillis), () => false))
+    ) {
       yield* Effect.ignoreLogged(store.handOff(leaseName, yield* Clock.currentTimeMillis))
     }
     yield* Effect.logDebug(`lease ${leaseName} busy (held by ${holderOwner ?? "nobody"}); deferred ${delay} s`)
@@ -116,6 +147,16 @@ const stillHeld = (claimed: HeldLease, token: string, claimTimeout: number | nul
     return renewed ? { ...claimed, expiresAt } : undefined
   })
 
+/**
+ * A claimed job that waited at least this long (by the Clock) since its claim, in a long-running
+ * worker's buffer or for its key (./keyGate.ts), is read again before it starts, and not run if
+ * it was cancelled meanwhile (docs/behaviour.md §14). One that waited less starts at once: a
+ * cancel that soon after the claim is no different from one just after the start, which
+ * perform's next heartbeat or the outcome write notices. A busy worker's jobs wait a few
+ * milliseconds, so they skip the read (a third of a busy drain's statements, issue 13).
+ */
+export const RECHECK_AFTER_MS = 50
+
 /** How `runClaimed` runs an attempt. */
 export interface RunClaimedOptions {
   /** Watches its timeout (default: a timer of its own). */
@@ -127,6 +168,8 @@ export interface RunClaimedOptions {
    * attempts: the span its scope was opened in is no parent of theirs). Default: it nests.
    */
   readonly rootSpan?: boolean | undefined
+  /** This worker's keys (./keyGate.ts): an attempt whose key its other attempts hold waits for them. */
+  readonly gate?: KeyGate | undefined
 }
 
 /** Runs one claimed job to its outcome. */
@@ -137,7 +180,7 @@ export const runClaimed = (
 ): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
   traceAttempt(
     job,
-    observeAttempt(job, runAttempt(job, o, options.timer, options.recheck ?? false)),
+    observeAttempt(job, runAttempt(job, o, options.timer, options.recheck ?? false, options.gate)),
     options.rootSpan ?? false
   ).pipe(
     Effect.annotateLogs({ jobId: job.id, jobName: job.name, attempt: job.attempts })
@@ -147,7 +190,8 @@ const runAttempt = (
   job: JobRow,
   o: Resolved,
   timer: Watch | undefined,
-  recheck: boolean
+  recheck: boolean,
+  gate: KeyGate | undefined
 ): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
   Effect.gen(function*() {
     const leases = yield* JobLeases
@@ -163,9 +207,12 @@ const runAttempt = (
       fencingToken: job.leaseTaken.fencingToken
     }
     const giveBack = (lease: HeldLease) => Effect.asVoid(giveBackLease(job, lease.name))
+    const handOffNow = (name: string) =>
+      Effect.ignoreLogged(Effect.flatMap(Clock.currentTimeMillis, (now) => store.handOff(name, now)))
     const notRun = (result: ProcessResult) =>
       claimed === undefined ? Effect.succeed(result) : Effect.as(giveBack(claimed), result)
-    if (recheck) {
+    // Read the claim again: undefined when it is still ours and the job not cancelled.
+    const checkClaim = Effect.gen(function*() {
       const state = yield* Effect.onError(store.claimState({ id: job.id, token }), () =>
         claimed === undefined ? Effect.void : giveBack(claimed))
       if (state === "cancelled") {
@@ -175,6 +222,13 @@ const runAttempt = (
       if (state === "lost") {
         yield* Effect.logWarning("attempt fenced: its claim was taken back before it started; not run")
         return yield* notRun(ProcessResult.Fenced({ job: jobRef(job), leaseLost: false }))
+      }
+      return undefined
+    })
+    if (recheck) {
+      const stop = yield* checkClaim
+      if (stop !== undefined) {
+        return stop
       }
     }
 
@@ -215,9 +269,45 @@ const runAttempt = (
       yield* annotateAttempt("leasehold.lease.name", leaseName)
       held = claimed?.name === leaseName ? yield* stillHeld(claimed, token, job.claimTimeout) : undefined
       if (held === undefined) {
-        const taken = yield* takeLease(job, leaseName, type.concurrencyLimit, type.backoff, o)
+        const turn: Turn = gate === undefined
+          ? { _tag: "Open" }
+          : yield* gate.turn(
+            leaseName,
+            type.concurrencyLimit,
+            token,
+            leaseExpiresAt(yield* Clock.currentTimeMillis, job.claimTimeout)
+          )
+        const owesHandOff = turn._tag === "Waited" && turn.owesHandOff
+        const taken = yield* Effect.gen(function*() {
+          if (turn._tag === "Waited") {
+            yield* Effect.logDebug(`waited ${turn.ms} ms for this worker's run of ${leaseName} to end`)
+            if (turn.ms >= RECHECK_AFTER_MS) {
+              const stop = yield* checkClaim
+              if (stop !== undefined) return Either.left(stop)
+            }
+          }
+          return yield* takeLease(
+            job,
+            leaseName,
+            type.concurrencyLimit,
+            type.backoff,
+            o,
+            turn._tag === "Busy" ? turn : undefined
+          )
+        }).pipe(
+          // Promised the lease by a holder that woke nobody else for it, and not taking it: wake
+          // the database's next waiter in the holder's place.
+          Effect.onExit((exit) =>
+            owesHandOff && !(Exit.isSuccess(exit) && Either.isRight(exit.value)) ? handOffNow(leaseName) : Effect.void
+          )
+        )
         if (Either.isLeft(taken)) return taken.left
         held = taken.right
+      }
+      if (gate !== undefined) {
+        yield* gate.enter(leaseName, token, held.expiresAt)
+        // Off the start's path: the next job of a busy key is claimed while this one runs.
+        if (yield* gate.wantsNext(leaseName)) yield* Effect.fork(handOffNow(leaseName))
       }
       yield* annotateAttempt("leasehold.lease.fencing_token", String(held.fencingToken))
     }
@@ -231,7 +321,10 @@ const runAttempt = (
 
     // Record the outcome, fenced on the claim token. The lease goes with it, except after a
     // timeout: perform may still be running, so the lease is left to expire.
-    const release = timedOut ? undefined : held
+    // An attempt of this worker waiting for the lease takes it next (./keyGate.ts): the release
+    // then wakes no waiter in the database.
+    const forWaiter = gate !== undefined && held !== undefined && !timedOut && (yield* gate.finishing(token))
+    const release = timedOut || held === undefined ? undefined : { ...held, handOff: !forWaiter }
     let result: ProcessResult
     if (failedWith((e) => e instanceof JobCancelled)) {
       yield* logCancelled("perform stopped at a heartbeat")

@@ -38,17 +38,12 @@ import { cachedDraining, touchHost } from "./hosts.ts"
 import { resolveWorker, type WorkerConfig } from "./options.ts"
 import { ProcessResult, tallyOf } from "./results.ts"
 import { claimInput, reapWith } from "./turns.ts"
-import { runClaimed } from "./attempt.ts"
+import { RECHECK_AFTER_MS, runClaimed } from "./attempt.ts"
+import { makeKeyGate } from "./keyGate.ts"
 import { runScheduler } from "./scheduler.ts"
 
-/**
- * A claimed job that waited in the buffer at least this long (by the Clock) is read again before
- * it starts, and not run if it was cancelled meanwhile (docs/behaviour.md §14). One that waited
- * less starts at once: a cancel that soon after the claim is no different from one just after the
- * start, which perform's next heartbeat or the outcome write notices. A busy worker's jobs wait a
- * few milliseconds, so they skip the read (a third of a busy drain's statements, issue 13).
- */
-export const RECHECK_AFTER_MS = 50
+/** How long a claimed job may wait before it is read again (defined in ./attempt.ts). */
+export { RECHECK_AFTER_MS } from "./attempt.ts"
 
 /** A claimed job in the buffer, with when it was claimed. */
 interface Buffered {
@@ -105,6 +100,8 @@ export const make = (
     )
     // One timer for every attempt's timeout (./watchdog.ts).
     const timer = yield* makeWatchdog()
+    // The keys this worker's attempts hold, so the next run of a busy key waits for them (./keyGate.ts).
+    const gate = makeKeyGate()
 
     const touch = touchHost(store, o, config.codeVersion)
     yield* Effect.ignoreLogged(touch)
@@ -190,8 +187,16 @@ export const make = (
       const result = yield* hands.guard(
         job,
         Effect.acquireUseRelease(running(1), () =>
-          runClaimed(job, o, { timer, recheck, rootSpan: true }), () =>
-          running(-1))
+          runClaimed(job, o, { timer, recheck, rootSpan: true, gate }), () =>
+          Effect.zipRight(
+            // A waiter promised this attempt's lease went away without it: wake the next one.
+            Effect.flatMap(gate.leave(job.claimToken!), (owed) =>
+              owed === undefined
+                ? Effect.void
+                : Effect.ignoreLogged(Effect.flatMap(Clock.currentTimeMillis, (now) =>
+                  store.handOff(owed, now)))),
+            running(-1)
+          ))
       )
         .pipe(
           // The outcome could not be written (the database went away mid-attempt): the row stays

@@ -46,8 +46,12 @@ export interface LostLease {
   readonly when: LostLeaseDetected
 }
 
-/** The part of a held lease (../Job.ts `HeldLease`) that ending an attempt needs. */
-export type Held = Pick<HeldLease, "name" | "fencingToken">
+/**
+ * The part of a held lease (../Job.ts `HeldLease`) that ending an attempt needs. `handOff`
+ * false: the release wakes no waiter in the database, since an attempt of this worker takes the
+ * lease next (./keyGate.ts).
+ */
+export type Held = Pick<HeldLease, "name" | "fencingToken"> & { readonly handOff?: boolean | undefined }
 
 /**
  * The one place a lost lease is reported (docs/behaviour.md §8, "Lost"): a warning naming both
@@ -97,7 +101,7 @@ const finishAttempt = (
     const now = yield* Clock.currentTimeMillis
     const token = job.claimToken!
     const lease = held?.name
-    const finished = yield* store.finish({ id: job.id, token, now, outcome, lease })
+    const finished = yield* store.finish({ id: job.id, token, now, outcome, lease, handOff: held?.handOff })
     // Nothing written: fenced, unless the job was cancelled meanwhile (its row tells).
     const result = !finished.written && (yield* cancelledMeanwhile(job))
       ? ProcessResult.Cancelled({ job: jobRef(job), leaseLost: false })
@@ -192,12 +196,13 @@ export const recordFailure = (job: JobRow, backoff: BackoffOptions, error: strin
 
 /**
  * Releases lease `name` outside an outcome write, owner-fenced on the attempt's claim token, and
- * hands off to its next waiter when it was still ours. True: released; false: not ours (any
+ * hands off to its next waiter when it was still ours (unless `handOff` is false). True: released; false: not ours (any
  * more); undefined: the release failed (logged), and the lease will expire.
  */
 export const giveBackLease = (
   job: JobRow,
-  name: string
+  name: string,
+  handOff = true
 ): Effect.Effect<boolean | undefined, never, JobStore | JobLeases> =>
   Effect.gen(function*() {
     const released = yield* Effect.either((yield* JobLeases).release({ name, owner: job.claimToken! }))
@@ -205,7 +210,9 @@ export const giveBackLease = (
       yield* Effect.logWarning(`lease ${name} release failed; it will expire`, released.left)
       return undefined
     }
-    if (released.right) yield* Effect.ignoreLogged((yield* JobStore).handOff(name, yield* Clock.currentTimeMillis))
+    if (released.right && handOff) {
+      yield* Effect.ignoreLogged((yield* JobStore).handOff(name, yield* Clock.currentTimeMillis))
+    }
     return released.right
   })
 
@@ -218,7 +225,7 @@ export const releaseFenced = (job: JobRow, held: Held, result: ProcessResult) =>
     const name = held.name
     const leases = yield* JobLeases
     const token = job.claimToken!
-    if ((yield* giveBackLease(job, name)) !== false) return result
+    if ((yield* giveBackLease(job, name, held.handOff ?? true)) !== false) return result
     return yield* reportLeaseLost(result, {
       job,
       lease: held,

@@ -1,0 +1,157 @@
+/**
+ * A busy key inside one long-running worker (src/runtime/worker/keyGate.ts, docs/behaviour.md
+ * §9) on every adapter: the next job of a key this worker is running waits for that run and
+ * starts right after it without a deferral; further jobs of the key defer at once and are still
+ * run without waiting out their busy delay; a waiter promised the lease that does not take it
+ * wakes the key's next waiter itself.
+ */
+import { expect, layer } from "@effect/vitest"
+import { Deferred, Effect, Exit, Option, Ref, Scope, TestClock } from "effect"
+import { JobStore } from "../../src/JobStore.ts"
+import { cancel } from "../../src/runtime/cancel.ts"
+import { define, enqueue } from "../../src/runtime/Job.ts"
+import { GATE_WAIT_MS } from "../../src/runtime/worker/keyGate.ts"
+import { RECHECK_AFTER_MS } from "../../src/runtime/worker/longRunning.ts"
+import type { ProcessResult } from "../../src/runtime/worker/results.ts"
+import { type AdapterName, layerFor } from "../support/databases.ts"
+import { eventually, Payload, settle, withJobs } from "../support/jobs.ts"
+import { startWorker } from "./worker.ts"
+
+const T0 = 1_791_039_632_175
+
+const row = (id: string) => Effect.flatMap(JobStore, (s) => Effect.map(s.get(id), Option.getOrThrow))
+
+/**
+ * Jobs of one key whose perform records its start and end in `log` and waits on the gate its
+ * payload names (`gates[n]`), so the test decides when each run ends.
+ */
+const keyedJobs = (key: string, gates: ReadonlyArray<Deferred.Deferred<void>>, log: Ref.Ref<ReadonlyArray<string>>) =>
+  define({
+    name: `gate-${key}`,
+    schema: Payload,
+    concurrencyKey: key,
+    perform: ({ n }) =>
+      Effect.gen(function*() {
+        yield* Ref.update(log, (l) => [...l, `start ${n}`])
+        yield* Deferred.await(gates[n]!)
+        yield* Ref.update(log, (l) => [...l, `end ${n}`])
+      })
+  })
+
+/**
+ * `count` jobs of key `key` (job n at priority count − 1 − n, so they are claimed in order),
+ * each waiting on its own gate, and a worker of `count` fibers whose results are kept; the
+ * worker is stopped (its gates opened) when `body` ends either way.
+ */
+const scenario = <A, E, R>(
+  key: string,
+  count: number,
+  body: (s: {
+    readonly ids: ReadonlyArray<string>
+    readonly gates: ReadonlyArray<Deferred.Deferred<void>>
+    readonly log: Ref.Ref<ReadonlyArray<string>>
+    readonly results: Ref.Ref<ReadonlyArray<ProcessResult>>
+  }) => Effect.Effect<A, E, R>
+) =>
+  Effect.gen(function*() {
+    const gates = yield* Effect.forEach(Array.from({ length: count }), () => Deferred.make<void>())
+    const log = yield* Ref.make<ReadonlyArray<string>>([])
+    const Job = keyedJobs(key, gates, log)
+    return yield* withJobs(
+      [Job],
+      Effect.gen(function*() {
+        yield* TestClock.setTime(T0)
+        const ids = yield* Effect.forEach(
+          gates,
+          (_, n) => Effect.map(enqueue(Job, { n }, { priority: count - 1 - n }), (j) => j.id)
+        )
+        const results = yield* Ref.make<ReadonlyArray<ProcessResult>>([])
+        const { scope } = yield* startWorker({
+          host: "kg",
+          concurrency: count,
+          pollInterval: "1 hour",
+          onResult: (r) => Ref.update(results, (l) => [...l, r])
+        })
+        return yield* body({ ids, gates, log, results }).pipe(
+          Effect.ensuring(Effect.gen(function*() {
+            for (const g of gates) yield* Deferred.succeed(g, undefined)
+            yield* Effect.forkDaemon(Scope.close(scope, Exit.void))
+          }))
+        )
+      })
+    )
+  })
+
+const tags = (results: Ref.Ref<ReadonlyArray<ProcessResult>>) =>
+  Effect.map(Ref.get(results), (l) => l.map((r) => r._tag))
+
+export const keyGateConformance = (adapter: AdapterName) =>
+  layer(layerFor(adapter, "kg"), { timeout: 180_000 })(`Busy key in one worker, on ${adapter}`, (it) => {
+    it.effect("the next job of a key the worker runs waits for that run, not deferred, and starts when it ends", () =>
+      scenario("next", 2, ({ gates, ids: [first, second], log, results }) =>
+        Effect.gen(function*() {
+          yield* eventually(Effect.map(Ref.get(log), (l) => l.length === 1))
+          expect(yield* Ref.get(log)).toEqual(["start 0"])
+          // Claimed and waiting in the worker: still processing, no deferral written.
+          yield* eventually(Effect.map(row(second!), (r) => r.status === "processing"))
+          yield* settle
+          expect(yield* row(second!)).toMatchObject({ status: "processing", attempts: 1, leaseName: null })
+          expect(yield* Ref.get(log)).toEqual(["start 0"])
+
+          yield* Deferred.succeed(gates[0]!, undefined)
+          yield* eventually(Effect.map(Ref.get(log), (l) => l.length === 3))
+          expect(yield* Ref.get(log)).toEqual(["start 0", "end 0", "start 1"])
+          yield* Deferred.succeed(gates[1]!, undefined)
+          yield* eventually(Effect.map(Ref.get(results), (l) => l.length === 2))
+          expect(yield* tags(results)).toEqual(["Completed", "Completed"])
+          expect(yield* row(first!)).toMatchObject({ status: "completed", attempts: 1 })
+          expect(yield* row(second!)).toMatchObject({ status: "completed", attempts: 1 })
+        })))
+
+    it.effect("a third job of the busy key defers at once, and still runs after the second without its busy delay", () =>
+      scenario("third", 3, ({ gates, ids: [, , third], log, results }) =>
+        Effect.gen(function*() {
+          yield* eventually(Effect.map(Ref.get(results), (l) => l.length === 1))
+          // Deferred without reading the lease: waiting on the key until the holder's lease should end.
+          expect(yield* tags(results)).toEqual(["Deferred"])
+          const deferred = yield* row(third!)
+          expect(deferred).toMatchObject({ status: "pending", attempts: 0, leaseName: "key:third" })
+          expect(deferred.runAt).toBeGreaterThan(T0)
+          expect(yield* Ref.get(log)).toEqual(["start 0"])
+
+          // Job 1 takes over from job 0, and on starting makes the deferred job due again.
+          yield* Deferred.succeed(gates[0]!, undefined)
+          yield* eventually(Effect.map(Ref.get(log), (l) => l.length === 3))
+          yield* eventually(Effect.map(row(third!), (r) => r.status === "processing"))
+          yield* settle
+          expect(yield* Ref.get(log)).toEqual(["start 0", "end 0", "start 1"])
+          // The clock has not moved: no busy delay was waited out.
+          yield* Deferred.succeed(gates[1]!, undefined)
+          yield* eventually(Effect.map(Ref.get(log), (l) => l.length === 5))
+          expect(yield* Ref.get(log)).toEqual(["start 0", "end 0", "start 1", "end 1", "start 2"])
+          yield* Deferred.succeed(gates[2]!, undefined)
+          yield* eventually(Effect.map(Ref.get(results), (l) => l.length === 4))
+          expect(yield* tags(results)).toEqual(["Deferred", "Completed", "Completed", "Completed"])
+        })))
+
+    it.effect("a waiter promised the lease that does not take it (cancelled while it waited) wakes the key's next waiter", () =>
+      scenario("promised", 3, ({ gates, ids: [, waiter, third], log, results }) =>
+        Effect.gen(function*() {
+          yield* eventually(Effect.map(row(third!), (r) => r.status === "pending" && r.leaseName !== null))
+          yield* eventually(Effect.map(row(waiter!), (r) => r.status === "processing"))
+          yield* cancel(waiter!)
+          // Long enough that the waiter reads its claim again before it starts (and finds it
+          // cancelled), not long enough to give up waiting.
+          yield* settle
+          yield* settle
+          expect(RECHECK_AFTER_MS + 10).toBeLessThan(GATE_WAIT_MS)
+          yield* TestClock.adjust(RECHECK_AFTER_MS + 10)
+          // Job 0's release wakes nobody in the database: the waiter is next. It does not run,
+          // so it wakes the deferred job in job 0's place.
+          yield* Deferred.succeed(gates[0]!, undefined)
+          yield* eventually(Effect.map(Ref.get(log), (l) => l.includes("start 2")))
+          expect(yield* Ref.get(log)).toEqual(["start 0", "end 0", "start 2"])
+          expect(yield* row(waiter!)).toMatchObject({ status: "cancelled" })
+          yield* eventually(Effect.map(Ref.get(results), (l) => l.some((r) => r._tag === "Cancelled")))
+        })))
+  })

@@ -39,8 +39,9 @@ const keyedJobs = (key: string, gates: ReadonlyArray<Deferred.Deferred<void>>, l
   })
 
 /**
- * `count` jobs of key `key` (job n at priority count − 1 − n, so they are claimed in order),
- * each waiting on its own gate, and a worker of `count` fibers whose results are kept; the
+ * `count` jobs of key `key` (job n at priority count − 1 − n, so they are claimed in order;
+ * the first `enqueued` of them enqueued up front), each waiting on its own gate, and a worker of
+ * `concurrency` fibers (default `count`) whose results are kept; the
  * worker is stopped (its gates opened) when `body` ends either way.
  */
 const scenario = <A, E, R>(
@@ -51,7 +52,9 @@ const scenario = <A, E, R>(
     readonly gates: ReadonlyArray<Deferred.Deferred<void>>
     readonly log: Ref.Ref<ReadonlyArray<string>>
     readonly results: Ref.Ref<ReadonlyArray<ProcessResult>>
-  }) => Effect.Effect<A, E, R>
+    readonly Job: ReturnType<typeof keyedJobs>
+  }) => Effect.Effect<A, E, R>,
+  { concurrency = count, enqueued = count }: { readonly concurrency?: number; readonly enqueued?: number } = {}
 ) =>
   Effect.gen(function*() {
     const gates = yield* Effect.forEach(Array.from({ length: count }), () => Deferred.make<void>())
@@ -62,17 +65,17 @@ const scenario = <A, E, R>(
       Effect.gen(function*() {
         yield* TestClock.setTime(T0)
         const ids = yield* Effect.forEach(
-          gates,
+          gates.slice(0, enqueued),
           (_, n) => Effect.map(enqueue(Job, { n }, { priority: count - 1 - n }), (j) => j.id)
         )
         const results = yield* Ref.make<ReadonlyArray<ProcessResult>>([])
         const { scope } = yield* startWorker({
           host: "kg",
-          concurrency: count,
+          concurrency,
           pollInterval: "1 hour",
           onResult: (r) => Ref.update(results, (l) => [...l, r])
         })
-        return yield* body({ ids, gates, log, results }).pipe(
+        return yield* body({ ids, gates, log, results, Job }).pipe(
           Effect.ensuring(Effect.gen(function*() {
             for (const g of gates) yield* Deferred.succeed(g, undefined)
             yield* Effect.forkDaemon(Scope.close(scope, Exit.void))
@@ -117,6 +120,7 @@ export const keyGateConformance = (adapter: AdapterName) =>
           const deferred = yield* row(third!)
           expect(deferred).toMatchObject({ status: "pending", attempts: 0, leaseName: "key:third" })
           expect(deferred.runAt).toBeGreaterThan(T0)
+          yield* eventually(Effect.map(Ref.get(log), (l) => l.length === 1))
           expect(yield* Ref.get(log)).toEqual(["start 0"])
 
           // Job 1 takes over from job 0, and on starting makes the deferred job due again.
@@ -133,6 +137,26 @@ export const keyGateConformance = (adapter: AdapterName) =>
           yield* eventually(Effect.map(Ref.get(results), (l) => l.length === 4))
           expect(yield* tags(results)).toEqual(["Deferred", "Completed", "Completed", "Completed"])
         })))
+
+    it.effect("a better job (by priority) takes the place of a waiting one, which defers; both still run, the better first", () =>
+      scenario("better", 3, ({ Job, gates, ids: [, worse], log, results }) =>
+        Effect.gen(function*() {
+          yield* eventually(Effect.map(row(worse!), (r) => r.status === "processing"))
+          yield* settle
+          const better = yield* enqueue(Job, { n: 2 }, { priority: 5 })
+          // The worse waiter gives way: deferred, waiting on the key in the database.
+          yield* eventually(Effect.map(row(worse!), (r) => r.status === "pending" && r.leaseName !== null))
+          expect(yield* row(better.id)).toMatchObject({ status: "processing" })
+          yield* Deferred.succeed(gates[0]!, undefined)
+          yield* eventually(Effect.map(Ref.get(log), (l) => l.length === 3))
+          expect(yield* Ref.get(log)).toEqual(["start 0", "end 0", "start 2"])
+          yield* Deferred.succeed(gates[2]!, undefined)
+          yield* eventually(Effect.map(Ref.get(log), (l) => l.length === 5))
+          expect(yield* Ref.get(log)).toEqual(["start 0", "end 0", "start 2", "end 2", "start 1"])
+          yield* Deferred.succeed(gates[1]!, undefined)
+          yield* eventually(Effect.map(Ref.get(results), (l) => l.length === 4))
+          expect(yield* tags(results)).toEqual(["Deferred", "Completed", "Completed", "Completed"])
+        }), { enqueued: 2 }))
 
     it.effect("a waiter promised the lease that does not take it (cancelled while it waited) wakes the key's next waiter", () =>
       scenario("promised", 3, ({ gates, ids: [, waiter, third], log, results }) =>

@@ -269,37 +269,31 @@ const runAttempt = (
       yield* annotateAttempt("leasehold.lease.name", leaseName)
       held = claimed?.name === leaseName ? yield* stillHeld(claimed, token, job.claimTimeout) : undefined
       if (held === undefined) {
-        const turn: Turn = gate === undefined
+        // A lease its claim took that could not be renewed (taken over, or the renewal failed):
+        // the attempt asks the database itself, where its own lease is found as ours.
+        const turn: Turn = gate === undefined || claimed?.name === leaseName
           ? { _tag: "Open" }
           : yield* gate.turn(
             leaseName,
             type.concurrencyLimit,
             token,
-            leaseExpiresAt(yield* Clock.currentTimeMillis, job.claimTimeout)
+            leaseExpiresAt(yield* Clock.currentTimeMillis, job.claimTimeout),
+            job
           )
-        const owesHandOff = turn._tag === "Waited" && turn.owesHandOff
-        const taken = yield* Effect.gen(function*() {
-          if (turn._tag === "Waited") {
-            yield* Effect.logDebug(`waited ${turn.ms} ms for this worker's run of ${leaseName} to end`)
-            if (turn.ms >= RECHECK_AFTER_MS) {
-              const stop = yield* checkClaim
-              if (stop !== undefined) return Either.left(stop)
-            }
+        if (turn._tag === "Waited") {
+          yield* Effect.logDebug(`waited ${turn.ms} ms for this worker's run of ${leaseName} to end`)
+          if (turn.ms >= RECHECK_AFTER_MS) {
+            const stop = yield* checkClaim
+            if (stop !== undefined) return stop
           }
-          return yield* takeLease(
-            job,
-            leaseName,
-            type.concurrencyLimit,
-            type.backoff,
-            o,
-            turn._tag === "Busy" ? turn : undefined
-          )
-        }).pipe(
-          // Promised the lease by a holder that woke nobody else for it, and not taking it: wake
-          // the database's next waiter in the holder's place.
-          Effect.onExit((exit) =>
-            owesHandOff && !(Exit.isSuccess(exit) && Either.isRight(exit.value)) ? handOffNow(leaseName) : Effect.void
-          )
+        }
+        const taken = yield* takeLease(
+          job,
+          leaseName,
+          type.concurrencyLimit,
+          type.backoff,
+          o,
+          turn._tag === "Busy" ? turn : undefined
         )
         if (Either.isLeft(taken)) return taken.left
         held = taken.right
@@ -307,7 +301,7 @@ const runAttempt = (
       if (gate !== undefined) {
         yield* gate.enter(leaseName, token, held.expiresAt)
         // Off the start's path: the next job of a busy key is claimed while this one runs.
-        if (yield* gate.wantsNext(leaseName)) yield* Effect.fork(handOffNow(leaseName))
+        if (yield* gate.wakeNext(leaseName)) yield* Effect.fork(handOffNow(leaseName))
       }
       yield* annotateAttempt("leasehold.lease.fencing_token", String(held.fencingToken))
     }
@@ -341,7 +335,7 @@ const runAttempt = (
     }
 
     // Jobs wait on the key's own name; the store handed off to the released slot's name only.
-    if (release !== undefined && release.name !== leaseName && leaseName !== undefined) {
+    if (release !== undefined && release.handOff && release.name !== leaseName && leaseName !== undefined) {
       yield* Effect.ignoreLogged(Effect.flatMap(Clock.currentTimeMillis, (now) => store.handOff(leaseName, now)))
     }
 

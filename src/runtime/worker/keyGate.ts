@@ -2,60 +2,81 @@
  * The long-running worker's view of the keys its own attempts hold (docs/behaviour.md §9, "A
  * busy key in one worker"). When attempts of this worker hold every slot of a key, the lease is
  * busy without asking the database:
- * - the first other attempt of the key waits here, at most `GATE_WAIT_MS`, for one of them to
- *   end, then takes its lease as usual. The holder's release wakes no waiter in the database for
- *   it (the waiter here is next), so the key's next run starts one round trip after the last one
- *   ended instead of after a hand-off, a wake-up and a claim (issue 13's hot key);
- * - any further attempt defers at once, by the holder's expiry, without reading the lease;
+ * - one other attempt of the key (the best by hand-off order) waits here, at most
+ *   `GATE_WAIT_MS`, for one of them to end, then takes its lease as usual. The holder's release
+ *   wakes no waiter in the database for it (the waiter here is next; but never more than
+ *   `MAX_SKIPPED_HAND_OFFS` releases in a row), so the key's next run starts one round trip
+ *   after the last one ended instead of after a hand-off, a wake-up and a claim (issue 13's hot
+ *   key);
+ * - any other attempt defers at once, by the holder's expiry, without reading the lease;
  * - an attempt that starts on a key that was busy here lately, with no attempt waiting, makes
- *   the key's next waiter in the database due, so that it is claimed and waits here meanwhile.
+ *   the key's best waiter in the database due, so that it is claimed and waits here meanwhile
+ *   (or, if it is better by hand-off order than the attempt that waits by then, in its place).
  *
  * Nothing here replaces the database's rule: leases are taken by the usual atomic statement,
  * another process may take one first (the attempt then defers), and deferred jobs wait in the
- * database. A waiter that was promised the lease and does not take it hands off in the holder's
- * place, so no job waits on a hand-off that never comes.
+ * database. A waiter that was promised the lease and does not take it leaves the hand-off to
+ * its runner (`leave`), so no job waits on a hand-off that never comes.
  */
 import { Clock, Deferred, Duration, Effect, Option } from "effect"
+import { handOffOrder } from "../../core/transitions.ts"
+import type { JobRow } from "../../core/model.ts"
 
 /** The longest an attempt waits here for its key before it takes its lease (busy: it defers). */
 export const GATE_WAIT_MS = 1_000
 
+/** How many releases of a key in a row may leave its waiters in the database asleep. */
+export const MAX_SKIPPED_HAND_OFFS = 7
+
 /** How many recently busy keys the gate remembers. */
 const MAX_CONTENDED = 1_000
+
+/** What orders waiters: a job row's priority, age and id (core's `handOffOrder`). */
+export type Rank = Pick<JobRow, "priority" | "createdAt" | "id">
 
 interface Waiter {
   readonly token: string
   readonly expiresAt: number
-  readonly turn: Deferred.Deferred<void>
+  readonly rank: Rank
+  /** Resolved with true when its turn comes, false when a better attempt took its place. */
+  readonly turn: Deferred.Deferred<boolean>
   /** A holder skipped its release's hand-off for this waiter: it must take the lease or hand off. */
   promised: boolean
 }
 
 interface Entry {
-  /** This worker's attempts holding a slot of the key: claim token → lease expiry. */
+  /** This worker's attempts holding (or taking) a slot of the key: claim token → lease expiry. */
   readonly holders: Map<string, number>
   waiter: Waiter | undefined
-  /** Holders that began writing their outcome (and releasing), ever, and those doing it now. */
+  /** Holders that began writing their outcome, ever, and those doing it now; holders that left, ever. */
   finishStarts: number
   finishingNow: number
-  /** A promised waiter went away (interrupted) before its turn came: the next leave hands off. */
+  leaves: number
+  /** Releases in a row that skipped their hand-off. */
+  skipped: number
+  /** A promised waiter went away before its turn came: the next leave hands off. */
   owedHandOff: boolean
+}
+
+interface Holder {
+  readonly name: string
+  finishing: boolean
+  /** Made a holder by a leave that skipped its hand-off, and has not taken the lease yet. */
+  owes: boolean
 }
 
 /**
  * What an attempt of a key finds here:
  * - `Open`: not every slot is held by this worker; take the lease as usual.
- * - `Waited`: it waited `ms` for a holder here to end; take the lease now. `owesHandOff`: the
- *   holder released without waking the database's next waiter, for this attempt; if it does not
- *   take the lease, it hands off itself.
- * - `Busy`: every slot is held here and another attempt already waits: defer until `expiresAt`
- *   (the first holder's lease expiry). `releasedMeanwhile()`, asked after the deferral is written,
- *   says whether a holder may have released without seeing it (then look at the lease, as any
- *   deferral does).
+ * - `Waited`: it waited `ms` for a holder here to end; take the lease now.
+ * - `Busy`: every slot is held here and a better attempt waits: defer until `expiresAt` (the
+ *   first holder's lease expiry). `releasedMeanwhile()`, asked after the deferral is written,
+ *   says whether a holder may have released (or left) without seeing it: then look at the lease,
+ *   as any deferral does.
  */
 export type Turn =
   | { readonly _tag: "Open" }
-  | { readonly _tag: "Waited"; readonly ms: number; readonly owesHandOff: boolean }
+  | { readonly _tag: "Waited"; readonly ms: number }
   | {
     readonly _tag: "Busy"
     readonly holder: string
@@ -66,28 +87,35 @@ export type Turn =
 /** The keys this worker's attempts hold, and the attempt waiting on each. */
 export interface KeyGate {
   /**
-   * Where the attempt of `token` on lease `name` (with `limit` slots) stands; may wait (see
-   * `Turn`). Unless `Busy`, the attempt counts as a holder from then on (with the lease expiry it
-   * will ask for), until `leave`: so two attempts never both find the key open here while one of
-   * them is still taking the lease.
+   * Where the attempt of `token` (job `rank`) on lease `name` (with `limit` slots) stands; may
+   * wait (see `Turn`). Unless `Busy`, the attempt counts as a holder from then on (with the lease
+   * expiry it will ask for) until `leave`, so two attempts never both find the key open here
+   * while one of them is still taking the lease.
    */
-  readonly turn: (name: string, limit: number, token: string, expiresAt: number) => Effect.Effect<Turn>
-  /**
-   * Whether `name` was busy here within the last `GATE_WAIT_MS` and no attempt waits for it now:
-   * the attempt starting on it should make the key's next waiter in the database due.
-   */
-  readonly wantsNext: (name: string) => Effect.Effect<boolean>
-  /** The attempt of `token` holds a slot of `name` until `expiresAt` (a lease its claim took, or a new expiry). */
+  readonly turn: (
+    name: string,
+    limit: number,
+    token: string,
+    expiresAt: number,
+    rank: Rank
+  ) => Effect.Effect<Turn>
+  /** The attempt of `token` holds a slot of `name` until `expiresAt` (taken, or renewed). */
   readonly enter: (name: string, token: string, expiresAt: number) => Effect.Effect<void>
   /**
-   * The attempt of `token` is about to write its outcome and release its lease. True: an attempt
-   * waits here for the lease, so the release should not wake the database's next waiter.
+   * Whether the attempt starting on `name` should make the key's best waiter in the database due
+   * now: the key was busy here within the last `GATE_WAIT_MS`, and no attempt waits here.
+   */
+  readonly wakeNext: (name: string) => Effect.Effect<boolean>
+  /**
+   * The attempt of `token` is about to write its outcome and release its lease. True: its
+   * release should wake nobody in the database, since the attempt waiting here takes the lease
+   * next (it is promised it).
    */
   readonly finishing: (token: string) => Effect.Effect<boolean>
   /**
-   * The attempt of `token` ended (its outcome written, its lease released, or it deferred): its
-   * waiter becomes a holder in its place and goes on.
-   * A lease name when the caller should hand it off after all (a promised waiter went away).
+   * The attempt of `token` ended (its outcome written and its lease released, or it deferred,
+   * or it was stopped): its waiter becomes a holder in its place and goes on. A lease name when
+   * the caller should hand it off: a hand-off was skipped for an attempt that did not take it.
    */
   readonly leave: (token: string) => Effect.Effect<string | undefined>
 }
@@ -95,7 +123,7 @@ export interface KeyGate {
 /** A gate for one worker's attempts. */
 export const makeKeyGate = (): KeyGate => {
   const keys = new Map<string, Entry>()
-  const heldBy = new Map<string, { readonly name: string; finishing: boolean }>()
+  const heldBy = new Map<string, Holder>()
   // When each key last had an attempt wait or defer here (insertion order: oldest first).
   const contended = new Map<string, number>()
   const noteContended = (name: string, now: number) => {
@@ -103,75 +131,104 @@ export const makeKeyGate = (): KeyGate => {
     contended.set(name, now)
     if (contended.size > MAX_CONTENDED) contended.delete(contended.keys().next().value!)
   }
-  const tidy = (name: string, e: Entry) => {
-    if (e.holders.size === 0 && e.waiter === undefined && !e.owedHandOff) keys.delete(name)
-  }
   const entry = (name: string): Entry => {
     let e = keys.get(name)
     if (e === undefined) {
       keys.set(
         name,
-        e = { holders: new Map(), waiter: undefined, finishStarts: 0, finishingNow: 0, owedHandOff: false }
+        e = {
+          holders: new Map(),
+          waiter: undefined,
+          finishStarts: 0,
+          finishingNow: 0,
+          leaves: 0,
+          skipped: 0,
+          owedHandOff: false
+        }
       )
     }
     return e
   }
-  const hold = (name: string, e: Entry, token: string, expiresAt: number) => {
-    e.holders.set(token, expiresAt)
-    heldBy.set(token, { name, finishing: false })
+  const tidy = (name: string, e: Entry) => {
+    if (e.holders.size === 0 && e.waiter === undefined && !e.owedHandOff) keys.delete(name)
   }
-  const wait = (name: string, e: Entry, token: string, expiresAt: number) =>
+  const hold = (name: string, e: Entry, token: string, expiresAt: number, owes: boolean) => {
+    e.holders.set(token, expiresAt)
+    heldBy.set(token, { name, finishing: false, owes })
+  }
+  // A waiter that stops waiting without its turn (timed out unpromised, or interrupted).
+  const drop = (name: string, e: Entry, w: Waiter) => {
+    if (e.waiter === w) e.waiter = undefined
+    if (w.promised) e.owedHandOff = true
+    tidy(name, e)
+  }
+  const busy = (name: string, e: Entry): Turn => {
+    const [holder, expiresAt] = [...e.holders].reduce((a, b) => (b[1] < a[1] ? b : a))
+    const starts = e.finishStarts
+    const leaves = e.leaves
+    const finishing = e.finishingNow > 0
+    return {
+      _tag: "Busy",
+      holder,
+      expiresAt,
+      releasedMeanwhile: () => finishing || keys.get(name) !== e || e.finishStarts !== starts || e.leaves !== leaves
+    }
+  }
+  const wait = (name: string, e: Entry, token: string, expiresAt: number, rank: Rank) =>
     Effect.gen(function*() {
-      const w: Waiter = { token, expiresAt, turn: yield* Deferred.make<void>(), promised: false }
+      const w: Waiter = { token, expiresAt, rank, turn: yield* Deferred.make<boolean>(), promised: false }
       e.waiter = w
       const started = yield* Clock.currentTimeMillis
-      const woke = yield* Effect.timeoutOption(Deferred.await(w.turn), Duration.millis(GATE_WAIT_MS)).pipe(
-        Effect.onInterrupt(() =>
-          Effect.sync(() => {
-            if (e.waiter === w) e.waiter = undefined
-            if (w.promised) e.owedHandOff = true
-            tidy(name, e)
-          })
-        )
-      )
+      const waited = Effect.map(Clock.currentTimeMillis, (now) => now - started)
+      const onStop = Effect.onInterrupt(() => Effect.sync(() => drop(name, e, w)))
+      const woke = yield* onStop(Effect.timeoutOption(Deferred.await(w.turn), Duration.millis(GATE_WAIT_MS)))
+      if (Option.isSome(woke)) {
+        return woke.value ? { _tag: "Waited", ms: yield* waited } as const : busy(name, e)
+      }
       // Timed out: a holder finishing for this waiter makes it wait on (its leave comes soon);
       // else it stops waiting and counts as a holder anyway, to take the lease (or defer).
-      const promisedMeanwhile = Option.isNone(woke) && (yield* Effect.sync(() => {
+      const promised = yield* Effect.sync(() => {
         if (w.promised) return true
         if (e.waiter === w) e.waiter = undefined
-        hold(name, e, token, expiresAt)
+        hold(name, e, token, expiresAt, false)
         return false
-      }))
-      if (promisedMeanwhile) yield* Deferred.await(w.turn)
-      return { _tag: "Waited", ms: (yield* Clock.currentTimeMillis) - started, owesHandOff: w.promised } as const
+      })
+      if (promised) yield* onStop(Deferred.await(w.turn))
+      return { _tag: "Waited", ms: yield* waited } as const
     })
   return {
-    turn: (name, limit, token, expiresAt) =>
+    turn: (name, limit, token, expiresAt, rank) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const e = entry(name)
         if (e.holders.size < limit) {
-          hold(name, e, token, expiresAt)
+          hold(name, e, token, expiresAt, false)
           return { _tag: "Open" } as const
         }
         noteContended(name, now)
-        if (e.waiter === undefined) return yield* wait(name, e, token, expiresAt)
-        const [holder, holderExpires] = [...e.holders].reduce((a, b) => (b[1] < a[1] ? b : a))
-        const starts = e.finishStarts
-        const finishing = e.finishingNow > 0
-        return {
-          _tag: "Busy",
-          holder,
-          expiresAt: holderExpires,
-          releasedMeanwhile: () => finishing || keys.get(name) !== e || e.finishStarts !== starts
-        } as const
+        const current = e.waiter
+        if (current === undefined) return yield* wait(name, e, token, expiresAt, rank)
+        // The better of the two waits (core's hand-off order); the other defers.
+        if (current.promised || handOffOrder(rank as JobRow, current.rank as JobRow) >= 0) return busy(name, e)
+        e.waiter = undefined
+        yield* Deferred.succeed(current.turn, false)
+        return yield* wait(name, e, token, expiresAt, rank)
       }),
-    wantsNext: (name) =>
+    enter: (name, token, expiresAt) =>
+      Effect.sync(() => {
+        const e = entry(name)
+        e.holders.set(token, expiresAt)
+        const h = heldBy.get(token)
+        if (h === undefined) heldBy.set(token, { name, finishing: false, owes: false })
+        else h.owes = false
+      }),
+    wakeNext: (name) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
         const at = contended.get(name)
-        return at !== undefined && now - at < GATE_WAIT_MS && keys.get(name)?.waiter === undefined
+        const e = keys.get(name)
+        if (at === undefined || now - at >= GATE_WAIT_MS || e === undefined) return false
+        return e.waiter === undefined
       }),
-    enter: (name, token, expiresAt) => Effect.sync(() => hold(name, entry(name), token, expiresAt)),
     finishing: (token) =>
       Effect.sync(() => {
         const h = heldBy.get(token)
@@ -180,7 +237,13 @@ export const makeKeyGate = (): KeyGate => {
         h.finishing = true
         e.finishStarts++
         e.finishingNow++
-        if (e.waiter === undefined || e.waiter.promised) return false
+        // Every `MAX_SKIPPED_HAND_OFFS + 1`-th release wakes the database's best waiter anyway,
+        // so jobs deferred elsewhere (another process) are not kept waiting behind this worker's.
+        if (e.waiter === undefined || e.waiter.promised || e.skipped >= MAX_SKIPPED_HAND_OFFS) {
+          e.skipped = 0
+          return false
+        }
+        e.skipped++
         e.waiter.promised = true
         return true
       }),
@@ -190,11 +253,12 @@ export const makeKeyGate = (): KeyGate => {
         if (h === undefined) return Effect.succeed(undefined)
         heldBy.delete(token)
         const e = keys.get(h.name)
-        if (e === undefined) return Effect.succeed(undefined)
+        if (e === undefined) return Effect.succeed(h.owes ? h.name : undefined)
         e.holders.delete(token)
+        e.leaves++
         if (h.finishing) e.finishingNow--
         const waiter = e.waiter
-        const owed = e.owedHandOff ? h.name : undefined
+        const owed = e.owedHandOff || h.owes ? h.name : undefined
         e.waiter = undefined
         e.owedHandOff = false
         if (waiter === undefined) {
@@ -202,8 +266,8 @@ export const makeKeyGate = (): KeyGate => {
           return Effect.succeed(owed)
         }
         // The waiter holds from now: no attempt arriving meanwhile finds the key open.
-        hold(h.name, e, waiter.token, waiter.expiresAt)
-        return Effect.as(Deferred.succeed(waiter.turn, undefined), owed)
+        hold(h.name, e, waiter.token, waiter.expiresAt, waiter.promised)
+        return Effect.as(Deferred.succeed(waiter.turn, true), owed)
       })
   }
 }

@@ -189,12 +189,15 @@ export const make = (
         Effect.acquireUseRelease(running(1), () =>
           runClaimed(job, o, { timer, recheck, rootSpan: true, gate }), () =>
           Effect.zipRight(
-            // A waiter promised this attempt's lease went away without it: wake the next one.
+            // A release skipped its hand-off for an attempt that did not take the lease after
+            // all (./keyGate.ts): wake the key's next waiter now (never this job itself).
             Effect.flatMap(gate.leave(job.claimToken!), (owed) =>
               owed === undefined
                 ? Effect.void
-                : Effect.ignoreLogged(Effect.flatMap(Clock.currentTimeMillis, (now) =>
-                  store.handOff(owed, now)))),
+                : Effect.ignoreLogged(
+                  Effect.flatMap(Clock.currentTimeMillis, (now) =>
+                    store.handOff(owed, now, job.id))
+                )),
             running(-1)
           ))
       )

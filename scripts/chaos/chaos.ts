@@ -98,6 +98,12 @@ const buildWorker = async (): Promise<string> => {
   return outfile
 }
 
+/**
+ * How long the drain waits after the last SIGCONT before it may stop the workers (wall ms): the
+ * resumed worker's attempt times out or finishes and records its end well within it.
+ */
+const RESUMED_SETTLE_MS = 5_000
+
 /** What a chaos run does. */
 export interface ChaosOptions {
   readonly dbs: ReadonlyArray<DbKind>
@@ -652,7 +658,11 @@ class Scenario {
       while (Date.now() - drainStart < limit) {
         try {
           last = await this.statusCounts()
-          if ((last.pending ?? 0) + (last.processing ?? 0) === 0) {
+          // A worker resumed just before the drain still has to end the attempt it was paused in
+          // and record it (a fenced outcome, a lost lease): stopped at once, its run's end would
+          // be missing, and an overlap it ran in would look unreported.
+          const settled = this.pauses.every((p) => Date.now() - p.to >= RESUMED_SETTLE_MS)
+          if ((last.pending ?? 0) + (last.processing ?? 0) === 0 && settled) {
             drained = true
             break
           }

@@ -6,8 +6,8 @@
  * wakes the key's next waiter itself.
  */
 import { expect, layer } from "@effect/vitest"
-import { Deferred, Effect, Exit, Option, Ref, Scope, TestClock } from "effect"
-import { JobStore } from "../../src/JobStore.ts"
+import { Deferred, type Duration, Effect, Exit, Fiber, Option, Ref, Scope, TestClock } from "effect"
+import { JobLeases, JobStore } from "../../src/JobStore.ts"
 import { cancel } from "../../src/runtime/cancel.ts"
 import { define, enqueue } from "../../src/runtime/Job.ts"
 import { GATE_WAIT_MS } from "../../src/runtime/worker/keyGate.ts"
@@ -25,11 +25,17 @@ const row = (id: string) => Effect.flatMap(JobStore, (s) => Effect.map(s.get(id)
  * Jobs of one key whose perform records its start and end in `log` and waits on the gate its
  * payload names (`gates[n]`), so the test decides when each run ends.
  */
-const keyedJobs = (key: string, gates: ReadonlyArray<Deferred.Deferred<void>>, log: Ref.Ref<ReadonlyArray<string>>) =>
+const keyedJobs = (
+  key: string,
+  gates: ReadonlyArray<Deferred.Deferred<void>>,
+  log: Ref.Ref<ReadonlyArray<string>>,
+  limit = 1
+) =>
   define({
     name: `gate-${key}`,
     schema: Payload,
     concurrencyKey: key,
+    concurrencyLimit: limit,
     perform: ({ n }) =>
       Effect.gen(function*() {
         yield* Ref.update(log, (l) => [...l, `start ${n}`])
@@ -40,9 +46,10 @@ const keyedJobs = (key: string, gates: ReadonlyArray<Deferred.Deferred<void>>, l
 
 /**
  * `count` jobs of key `key` (job n at priority count − 1 − n, so they are claimed in order;
- * the first `enqueued` of them enqueued up front), each waiting on its own gate, and a worker of
- * `concurrency` fibers (default `count`) whose results are kept; the
- * worker is stopped (its gates opened) when `body` ends either way.
+ * the first `enqueued` of them enqueued up front; `limit` runs of the key at once), each waiting
+ * on its own gate, and a worker of `concurrency` fibers (default `count`, grace period
+ * `gracePeriod`) whose results are kept; the worker is stopped (its gates opened) when `body`
+ * ends either way, unless `body` stopped it (`scope`).
  */
 const scenario = <A, E, R>(
   key: string,
@@ -53,13 +60,19 @@ const scenario = <A, E, R>(
     readonly log: Ref.Ref<ReadonlyArray<string>>
     readonly results: Ref.Ref<ReadonlyArray<ProcessResult>>
     readonly Job: ReturnType<typeof keyedJobs>
+    readonly scope: Scope.CloseableScope
   }) => Effect.Effect<A, E, R>,
-  { concurrency = count, enqueued = count }: { readonly concurrency?: number; readonly enqueued?: number } = {}
+  { concurrency = count, enqueued = count, limit = 1, gracePeriod = "30 seconds" }: {
+    readonly concurrency?: number
+    readonly enqueued?: number
+    readonly limit?: number
+    readonly gracePeriod?: Duration.DurationInput
+  } = {}
 ) =>
   Effect.gen(function*() {
     const gates = yield* Effect.forEach(Array.from({ length: count }), () => Deferred.make<void>())
     const log = yield* Ref.make<ReadonlyArray<string>>([])
-    const Job = keyedJobs(key, gates, log)
+    const Job = keyedJobs(key, gates, log, limit)
     return yield* withJobs(
       [Job],
       Effect.gen(function*() {
@@ -72,10 +85,11 @@ const scenario = <A, E, R>(
         const { scope } = yield* startWorker({
           host: "kg",
           concurrency,
+          gracePeriod,
           pollInterval: "1 hour",
           onResult: (r) => Ref.update(results, (l) => [...l, r])
         })
-        return yield* body({ ids, gates, log, results, Job }).pipe(
+        return yield* body({ ids, gates, log, results, Job, scope }).pipe(
           Effect.ensuring(Effect.gen(function*() {
             for (const g of gates) yield* Deferred.succeed(g, undefined)
             yield* Effect.forkDaemon(Scope.close(scope, Exit.void))
@@ -178,4 +192,40 @@ export const keyGateConformance = (adapter: AdapterName) =>
           expect(yield* row(waiter!)).toMatchObject({ status: "cancelled" })
           yield* eventually(Effect.map(Ref.get(results), (l) => l.some((r) => r._tag === "Cancelled")))
         })))
+
+    it.effect("with concurrencyLimit 2, two jobs of the key run at once and a third waits for one of them, not deferred", () =>
+      scenario("limit", 3, ({ gates, ids: [, , third], log, results }) =>
+        Effect.gen(function*() {
+          yield* eventually(Effect.map(Ref.get(log), (l) => l.length === 2))
+          expect([...(yield* Ref.get(log))].sort()).toEqual(["start 0", "start 1"])
+          yield* eventually(Effect.map(row(third!), (r) => r.status === "processing"))
+          yield* settle
+          expect(yield* row(third!)).toMatchObject({ status: "processing", attempts: 1, leaseName: null })
+          expect(yield* Ref.get(log)).toHaveLength(2)
+
+          yield* Deferred.succeed(gates[1]!, undefined)
+          yield* eventually(Effect.map(Ref.get(log), (l) => l.includes("start 2")))
+          expect((yield* Ref.get(log)).slice(2)).toEqual(["end 1", "start 2"])
+          yield* Deferred.succeed(gates[0]!, undefined)
+          yield* Deferred.succeed(gates[2]!, undefined)
+          yield* eventually(Effect.map(Ref.get(results), (l) => l.length === 3))
+          expect(yield* tags(results)).toEqual(["Completed", "Completed", "Completed"])
+        }), { limit: 2 }))
+
+    it.effect("a worker stopping while an attempt waits for its key hands that job back as it was (not deferred), and leaves no lease", () =>
+      scenario("stop", 2, ({ ids: [first, second], log, scope }) =>
+        Effect.gen(function*() {
+          yield* eventually(Effect.map(Ref.get(log), (l) => l.length === 1))
+          yield* eventually(Effect.map(row(second!), (r) => r.status === "processing"))
+          yield* settle
+          const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+          yield* settle
+          yield* TestClock.adjust("100 millis")
+          yield* Fiber.join(closing)
+          const givenBack = { status: "pending", attempts: 0, claimToken: null, runAt: T0, lastError: null }
+          expect(yield* row(first!)).toMatchObject(givenBack)
+          expect(yield* row(second!)).toMatchObject({ ...givenBack, leaseName: null })
+          expect(yield* (yield* JobLeases).ownerOf("key:stop")).toEqual(Option.none())
+          expect(yield* Ref.get(log)).toEqual(["start 0"])
+        }), { gracePeriod: "100 millis" }))
   })

@@ -73,11 +73,14 @@ export const isDue = (row: JobRow, now: number, queues: ReadonlyArray<string> | 
 export const claimOrder = (a: JobRow, b: JobRow): number =>
   b.priority - a.priority || a.runAt - b.runAt || a.createdAt - b.createdAt
 
+/** What the hand-off order reads of a job. */
+export type HandOffRank = Pick<JobRow, "priority" | "createdAt" | "id">
+
 /**
  * Hand-off order among jobs waiting on one lease: higher priority first, then the oldest, then
  * the lowest id (one best waiter even among jobs enqueued together, which share a created_at).
  */
-export const handOffOrder = (a: JobRow, b: JobRow): number =>
+export const handOffOrder = (a: HandOffRank, b: HandOffRank): number =>
   b.priority - a.priority || a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
 /** A worker's timeout cap applied to a row's: the smaller of the two (no cap: the row's). */

@@ -159,7 +159,6 @@ SELECT ${JOB_COLUMNS}, b.token AS lease_token, t.expiresat AS lease_expires FROM
         }), rung AS (SELECT pg_notify(${channel}, queue) FROM inserted GROUP BY queue) SELECT id, (SELECT COUNT(*) FROM rung) AS rung FROM inserted`,
       // SELECT pg_notify: a parameterised NOTIFY is rejected, and this form is delivered only
       // when the surrounding transaction commits.
-      notify: ({ sql }, channel, payload) => sql`SELECT pg_notify(${channel}, ${payload})`,
       handOffNotify: (handOff, channel, payload) =>
         sql`WITH woke AS (${handOff} RETURNING id), rung AS (SELECT pg_notify(${channel}, ${payload}) FROM woke) SELECT (SELECT COUNT(*) FROM rung) AS woke`
     },

@@ -100,13 +100,9 @@ export const make = (
     const transaction = <A, E>(effect: Effect.Effect<A, E>) =>
       readCommitted ? readCommittedTransaction(sql, effect) : sql.withTransaction(effect)
 
-    // Wake idle workers (PostgreSQL): sent after the write, in the same transaction when there
-    // is one, so a rolled-back enqueue wakes nobody. A failed notify is only a missed wake-up.
+    // Wake idle workers (PostgreSQL): each notifying statement notifies in itself, so the
+    // notification goes out when its transaction commits and a rolled-back write wakes nobody.
     const wakeups = d.wakeups
-    const notify = (payload: string) =>
-      wakeups.kind === "notify"
-        ? Effect.ignoreLogged(rows(wakeups.notify(s.context, tables.channel, payload)))
-        : Effect.void
 
     // The ids a single insert wrote: its own, or none when the unique key is taken (on MySQL a
     // duplicate-key error, kept to raise should no job hold the key). PostgreSQL notifies in the

@@ -285,8 +285,8 @@ export type WakeupStrategy =
   | { readonly kind: "poll"; readonly probe: IdleProbeStatement }
   /**
    * LISTEN/NOTIFY (PostgreSQL): `insertNotify` inserts a job and notifies in one statement,
-   * returning the id only if it inserted; `notify` wakes listeners inside the current
-   * transaction. Notifications go out when the transaction commits. `insertManyNotify` is
+   * returning the id only if it inserted. Notifications go out when the transaction commits.
+   * `insertManyNotify` is
    * `insertMany` that also notifies once per queue it inserted into. `handOffNotify` is the
    * dialect's `handOff` that also notifies when it woke a job, returning one row with `woke`.
    */
@@ -294,7 +294,6 @@ export type WakeupStrategy =
     readonly kind: "notify"
     readonly insertNotify: (c: JobSqlContext, job: NewJob, channel: string) => Statement
     readonly insertManyNotify: (c: JobSqlContext, jobs: ReadonlyArray<NewJob>, channel: string) => Statement
-    readonly notify: (c: JobSqlContext, channel: string, payload: string) => Statement
     readonly handOffNotify: (handOff: Statement, channel: string, payload: string) => Statement
   }
 

@@ -20,6 +20,7 @@ import {
   cancelledMeanwhile,
   describe,
   giveBackLease,
+  handOffNow,
   logCancelled,
   recordFailure,
   recordSuccess,
@@ -123,7 +124,7 @@ const defer = (
       releasedMeanwhile() &&
       (yield* Effect.orElseSucceed(anySlotFree(leases, names, yield* Clock.currentTimeMillis), () => false))
     ) {
-      yield* Effect.ignoreLogged(store.handOff(leaseName, yield* Clock.currentTimeMillis))
+      yield* handOffNow(leaseName)
     }
     yield* Effect.logDebug(`lease ${leaseName} busy (held by ${holderOwner ?? "nobody"}); deferred ${delay} s`)
     return Either.left(ProcessResult.Deferred({ job: jobRef(job), leaseName, retryAt, holder: holderOwner }))
@@ -207,8 +208,6 @@ const runAttempt = (
       fencingToken: job.leaseTaken.fencingToken
     }
     const giveBack = (lease: HeldLease) => Effect.asVoid(giveBackLease(job, lease.name))
-    const handOffNow = (name: string) =>
-      Effect.ignoreLogged(Effect.flatMap(Clock.currentTimeMillis, (now) => store.handOff(name, now)))
     const notRun = (result: ProcessResult) =>
       claimed === undefined ? Effect.succeed(result) : Effect.as(giveBack(claimed), result)
     // Read the claim again: undefined when it is still ours and the job not cancelled.
@@ -336,7 +335,7 @@ const runAttempt = (
 
     // Jobs wait on the key's own name; the store handed off to the released slot's name only.
     if (release !== undefined && release.handOff && release.name !== leaseName && leaseName !== undefined) {
-      yield* Effect.ignoreLogged(Effect.flatMap(Clock.currentTimeMillis, (now) => store.handOff(leaseName, now)))
+      yield* handOffNow(leaseName)
     }
 
     // A timed-out run whose lease was already taken over is still a possible overlap: report it.

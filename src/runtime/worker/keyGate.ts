@@ -19,8 +19,7 @@
  * its runner (`leave`), so no job waits on a hand-off that never comes.
  */
 import { Clock, Deferred, Duration, Effect, Option } from "effect"
-import { handOffOrder } from "../../core/transitions.ts"
-import type { JobRow } from "../../core/model.ts"
+import { type HandOffRank, handOffOrder } from "../../core/transitions.ts"
 
 /** The longest an attempt waits here for its key before it takes its lease (busy: it defers). */
 export const GATE_WAIT_MS = 1_000
@@ -31,13 +30,10 @@ export const MAX_SKIPPED_HAND_OFFS = 7
 /** How many recently busy keys the gate remembers. */
 const MAX_CONTENDED = 1_000
 
-/** What orders waiters: a job row's priority, age and id (core's `handOffOrder`). */
-export type Rank = Pick<JobRow, "priority" | "createdAt" | "id">
-
 interface Waiter {
   readonly token: string
   readonly expiresAt: number
-  readonly rank: Rank
+  readonly rank: HandOffRank
   /** Resolved with true when its turn comes, false when a better attempt took its place. */
   readonly turn: Deferred.Deferred<boolean>
   /** A holder skipped its release's hand-off for this waiter: it must take the lease or hand off. */
@@ -48,10 +44,9 @@ interface Entry {
   /** This worker's attempts holding (or taking) a slot of the key: claim token → lease expiry. */
   readonly holders: Map<string, number>
   waiter: Waiter | undefined
-  /** Holders that began writing their outcome, ever, and those doing it now; holders that left, ever. */
-  finishStarts: number
+  /** Holders that began writing their outcome or left, ever; holders writing their outcome now. */
+  releases: number
   finishingNow: number
-  leaves: number
   /** Releases in a row that skipped their hand-off. */
   skipped: number
   /** A promised waiter went away before its turn came: the next leave hands off. */
@@ -97,7 +92,7 @@ export interface KeyGate {
     limit: number,
     token: string,
     expiresAt: number,
-    rank: Rank
+    rank: HandOffRank
   ) => Effect.Effect<Turn>
   /** The attempt of `token` holds a slot of `name` until `expiresAt` (taken, or renewed). */
   readonly enter: (name: string, token: string, expiresAt: number) => Effect.Effect<void>
@@ -139,9 +134,8 @@ export const makeKeyGate = (): KeyGate => {
         e = {
           holders: new Map(),
           waiter: undefined,
-          finishStarts: 0,
+          releases: 0,
           finishingNow: 0,
-          leaves: 0,
           skipped: 0,
           owedHandOff: false
         }
@@ -164,17 +158,16 @@ export const makeKeyGate = (): KeyGate => {
   }
   const busy = (name: string, e: Entry): Turn => {
     const [holder, expiresAt] = [...e.holders].reduce((a, b) => (b[1] < a[1] ? b : a))
-    const starts = e.finishStarts
-    const leaves = e.leaves
+    const releases = e.releases
     const finishing = e.finishingNow > 0
     return {
       _tag: "Busy",
       holder,
       expiresAt,
-      releasedMeanwhile: () => finishing || keys.get(name) !== e || e.finishStarts !== starts || e.leaves !== leaves
+      releasedMeanwhile: () => finishing || keys.get(name) !== e || e.releases !== releases
     }
   }
-  const wait = (name: string, e: Entry, token: string, expiresAt: number, rank: Rank) =>
+  const wait = (name: string, e: Entry, token: string, expiresAt: number, rank: HandOffRank) =>
     Effect.gen(function*() {
       const w: Waiter = { token, expiresAt, rank, turn: yield* Deferred.make<boolean>(), promised: false }
       e.waiter = w
@@ -209,7 +202,7 @@ export const makeKeyGate = (): KeyGate => {
         const current = e.waiter
         if (current === undefined) return yield* wait(name, e, token, expiresAt, rank)
         // The better of the two waits (core's hand-off order); the other defers.
-        if (current.promised || handOffOrder(rank as JobRow, current.rank as JobRow) >= 0) return busy(name, e)
+        if (current.promised || handOffOrder(rank, current.rank) >= 0) return busy(name, e)
         e.waiter = undefined
         yield* Deferred.succeed(current.turn, false)
         return yield* wait(name, e, token, expiresAt, rank)
@@ -235,7 +228,7 @@ export const makeKeyGate = (): KeyGate => {
         const e = h === undefined ? undefined : keys.get(h.name)
         if (h === undefined || e === undefined || h.finishing) return false
         h.finishing = true
-        e.finishStarts++
+        e.releases++
         e.finishingNow++
         // Every `MAX_SKIPPED_HAND_OFFS + 1`-th release wakes the database's best waiter anyway,
         // so jobs deferred elsewhere (another process) are not kept waiting behind this worker's.
@@ -255,7 +248,7 @@ export const makeKeyGate = (): KeyGate => {
         const e = keys.get(h.name)
         if (e === undefined) return Effect.succeed(h.owes ? h.name : undefined)
         e.holders.delete(token)
-        e.leaves++
+        e.releases++
         if (h.finishing) e.finishingNow--
         const waiter = e.waiter
         const owed = e.owedHandOff || h.owes ? h.name : undefined

@@ -40,6 +40,7 @@ import { ProcessResult, tallyOf } from "./results.ts"
 import { claimInput, reapWith } from "./turns.ts"
 import { RECHECK_AFTER_MS, runClaimed } from "./attempt.ts"
 import { makeKeyGate } from "./keyGate.ts"
+import { handOffNow } from "./outcome.ts"
 import { runScheduler } from "./scheduler.ts"
 
 /** How long a claimed job may wait before it is read again (defined in ./attempt.ts). */
@@ -192,12 +193,7 @@ export const make = (
             // A release skipped its hand-off for an attempt that did not take the lease after
             // all (./keyGate.ts): wake the key's next waiter now (never this job itself).
             Effect.flatMap(gate.leave(job.claimToken!), (owed) =>
-              owed === undefined
-                ? Effect.void
-                : Effect.ignoreLogged(
-                  Effect.flatMap(Clock.currentTimeMillis, (now) =>
-                    store.handOff(owed, now, job.id))
-                )),
+              owed === undefined ? Effect.void : handOffNow(owed, job.id)),
             running(-1)
           ))
       )
@@ -224,11 +220,16 @@ export const make = (
             Queue.offer(slotFreed, undefined)
           ))
         )
-      if (result?._tag === "Deferred") room.contended = concurrency * 2
-      if (result !== undefined) yield* record(result)
+      if (result?._tag === "Deferred") {
+        room.contended = concurrency * 2
+      }
+      if (result !== undefined) {
+        yield* record(result)
+      }
     }))
 
-    const runners = yield* Effect.forEach(Array.from({ length: concurrency }), () => Effect.forkDaemon(runner), {
+    const runners = yield* Effect.forEach(Array.from({ length: concurrency }), () =>
+      Effect.forkDaemon(runner), {
       concurrency: "unbounded"
     })
     // Enqueues in this process (src/adapters/localWakeups.ts), on every database: subscribed
@@ -243,7 +244,8 @@ export const make = (
       Effect.repeat(
         Effect.gen(function*() {
           const n = yield* Effect.orElseSucceed(
-            Effect.tapError(reapWith(o), (e) => Effect.logWarning("reap failed", e)),
+            Effect.tapError(reapWith(o), (e) =>
+              Effect.logWarning("reap failed", e)),
             () => 0
           )
           if (n > 0) {

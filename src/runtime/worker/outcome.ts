@@ -195,6 +195,18 @@ export const recordFailure = (job: JobRow, backoff: BackoffOptions, error: strin
   })
 
 /**
+ * Makes the best job waiting on lease `name` (never `exceptId`) due now, as of the Clock. Only a
+ * hint to the waiter: a failure is logged, and the waiter's own delay still ends its wait.
+ */
+export const handOffNow = (name: string, exceptId?: string): Effect.Effect<void, never, JobStore> =>
+  Effect.ignoreLogged(
+    Effect.flatMap(
+      JobStore,
+      (store) => Effect.flatMap(Clock.currentTimeMillis, (now) => store.handOff(name, now, exceptId))
+    )
+  )
+
+/**
  * Releases lease `name` outside an outcome write, owner-fenced on the attempt's claim token, and
  * hands off to its next waiter when it was still ours (unless `handOff` is false). True: released; false: not ours (any
  * more); undefined: the release failed (logged), and the lease will expire.
@@ -210,9 +222,7 @@ export const giveBackLease = (
       yield* Effect.logWarning(`lease ${name} release failed; it will expire`, released.left)
       return undefined
     }
-    if (released.right && handOff) {
-      yield* Effect.ignoreLogged((yield* JobStore).handOff(name, yield* Clock.currentTimeMillis))
-    }
+    if (released.right && handOff) yield* handOffNow(name)
     return released.right
   })
 

@@ -5,7 +5,7 @@
  * (LISTEN/NOTIFY) is src/adapters/postgres/wakeups.ts; src/adapters/wakeups.ts picks one for the
  * current SqlClient.
  */
-import { Context, Option, type Stream } from "effect"
+import { Context, type Effect, Option, type Stream } from "effect"
 
 /** Where wake-up signals come from. */
 export interface WakeupsApi {
@@ -16,6 +16,13 @@ export interface WakeupsApi {
    * itself) and stops listening when the consumer stops.
    */
   readonly listen: (channel: string) => Option.Option<Stream.Stream<void>>
+  /**
+   * Optional: the same signals for a consumer that only needs to be told, as `signal()` called
+   * straight from the driver's callback (no stream and no fiber between the database and the
+   * call; issue 13: the stream cost a woken worker about a millisecond). The effect listens
+   * until it is interrupted, under the same rules as `listen`. A worker uses it when present.
+   */
+  readonly onSignal?: (channel: string, signal: () => void) => Option.Option<Effect.Effect<void>>
 }
 
 /** The wake-ups service. A worker with none in its context picks them by its SqlClient. */

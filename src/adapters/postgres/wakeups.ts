@@ -26,9 +26,11 @@ export const listenerName = (channel: string): string => `leasehold-listener:${c
 
 /**
  * A stream of notification payloads on `channel`, on a dedicated connection. It fails when the
- * connection drops; `listenForever` reconnects.
+ * connection drops; `listenForever` reconnects. With `signal`, each notification (and each
+ * start of listening) calls it instead, from node-postgres's own callback, and the stream
+ * carries nothing but the connection's failure.
  */
-export const listen = (config: ListenConfig, channel: string): Stream.Stream<string, Error> =>
+export const listen = (config: ListenConfig, channel: string, signal?: () => void): Stream.Stream<string, Error> =>
   Stream.asyncScoped<string, Error>((emit) =>
     Effect.gen(function*() {
       // Loaded here, not at import: an app on another database need not have node-postgres.
@@ -38,7 +40,9 @@ export const listen = (config: ListenConfig, channel: string): Stream.Stream<str
       client.on("error", (e) => void emit.fail(e))
       client.on("end", () => void emit.fail(new Error("LISTEN connection ended")))
       client.on("notification", (msg) => {
-        if (msg.channel === channel) void emit.single(msg.payload ?? "")
+        if (msg.channel !== channel) return
+        if (signal === undefined) void emit.single(msg.payload ?? "")
+        else signal()
       })
       yield* Effect.tryPromise({ try: () => client.connect(), catch: (e) => e as Error })
       yield* Effect.tryPromise({
@@ -46,13 +50,14 @@ export const listen = (config: ListenConfig, channel: string): Stream.Stream<str
         catch: (e) => e as Error
       })
       // Tells the consumer the listener is (again) in place, so it can check for missed work.
-      yield* Effect.promise(() => emit.single(""))
+      if (signal === undefined) yield* Effect.promise(() => emit.single(""))
+      else signal()
     })
   )
 
 /** `listen`, re-established with exponential backoff (capped at 30 s) whenever it drops. */
-export const listenForever = (config: ListenConfig, channel: string): Stream.Stream<string> =>
-  listen(config, channel).pipe(
+export const listenForever = (config: ListenConfig, channel: string, signal?: () => void): Stream.Stream<string> =>
+  listen(config, channel, signal).pipe(
     Stream.tapError((e) => Effect.logWarning(`LISTEN ${channel} dropped; reconnecting`, e)),
     Stream.retry(
       Schedule.exponential(Duration.millis(200)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(30))))
@@ -73,5 +78,6 @@ export const listenConfig = (c: PgClient.PgClientConfig): ListenConfig => ({
 
 /** LISTEN/NOTIFY wake-ups on the database a `PgClient` with this configuration reaches. */
 export const make = (config: PgClient.PgClientConfig): WakeupsApi => ({
-  listen: (channel) => Option.some(Stream.map(listenForever(listenConfig(config), channel), () => undefined))
+  listen: (channel) => Option.some(Stream.map(listenForever(listenConfig(config), channel), () => undefined)),
+  onSignal: (channel, signal) => Option.some(Stream.runDrain(listenForever(listenConfig(config), channel, signal)))
 })

@@ -62,14 +62,13 @@ export const makeDoorbell = (poll: Duration.Duration, probe?: Probe): Effect.Eff
         if (changed) return
       }
     })
+    // Each racer is a fiber forked per idle spell: without a probe, two.
+    const racers = [Queue.take(bell), Effect.sleep(poll), ...(probe === undefined ? [] : [probing])]
     // The stop sets the flag before it rings, so a waiter that read the flag unset still wakes.
     return {
       ring,
       ringNow: () => void Queue.unsafeOffer(bell, undefined),
-      idle: Effect.flatMap(
-        Ref.get(stopping),
-        (stop) => (stop ? Effect.void : Effect.raceAll([Queue.take(bell), Effect.sleep(poll), probing]))
-      ),
+      idle: Effect.flatMap(Ref.get(stopping), (stop) => (stop ? Effect.void : Effect.raceAll(racers))),
       stopping: Ref.get(stopping),
       stop: Effect.zipRight(Ref.set(stopping, true), ring)
     }

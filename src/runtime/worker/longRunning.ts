@@ -91,6 +91,8 @@ export const make = (
     const { concurrency, grace, options: o, poll, reapEvery, retention } = yield* resolveWorker(config)
     const store = yield* JobStore
     const stats = yield* Ref.make<WorkerStats>({ ...emptyTally, host: o.host, running: 0, reaped: 0, notified: 0 })
+    // Wake-ups by notification, counted from the listener's callback (outside any fiber).
+    let notified = 0
     // On a database without wake-up signals, a cheap probe between polls (src/ports/JobStore.ts).
     const bell = yield* makeDoorbell(
       poll,
@@ -264,17 +266,16 @@ export const make = (
       onNone: () => WakeupsAdapter.fromContext,
       onSome: Effect.succeed
     })
-    const signals = wakeups.listen(store.tables.channel)
-    const listener = yield* Effect.forkDaemon(
-      Option.match(signals, {
-        onNone: () => Effect.void,
-        onSome: (stream) =>
-          Stream.runForEach(
-            stream,
-            () => Effect.zipRight(Ref.update(stats, (s) => ({ ...s, notified: s.notified + 1 })), bell.ring)
-          )
+    const listening = wakeups.onSignal === undefined
+      ? Option.map(wakeups.listen(store.tables.channel), (stream) =>
+        Stream.runForEach(stream, () =>
+          Effect.zipRight(Effect.sync(() => notified++), bell.ring)))
+      : wakeups.onSignal(store.tables.channel, () => {
+        notified++
+        bell.ringNow()
       })
-    )
+    const listener = yield* Effect.forkDaemon(Option.getOrElse(listening, () =>
+      Effect.void))
 
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {
@@ -311,7 +312,7 @@ export const make = (
 
     return WorkerHandle.of({
       host: o.host,
-      stats: Ref.get(stats),
+      stats: Effect.map(Ref.get(stats), (s) => ({ ...s, notified })),
       wake: bell.ring
     })
   })

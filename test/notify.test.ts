@@ -9,7 +9,9 @@ import { SqlClient } from "@effect/sql"
 import { Context, Effect, Exit, Layer, Option, Ref, Redacted, Scope, TestServices } from "effect"
 import { JobStore } from "../src/JobStore.ts"
 import { enqueue } from "../src/runtime/Job.ts"
+import * as PostgresWakeups from "../src/adapters/postgres/wakeups.ts"
 import { listenerName } from "../src/adapters/postgres/wakeups.ts"
+import { Wakeups } from "../src/ports/Wakeups.ts"
 import * as Worker from "../src/runtime/Worker.ts"
 import { PG_URL, postgresLayer } from "./support/databases.ts"
 import { eventually, Ok, RunLog, withJobs } from "./support/jobs.ts"
@@ -54,6 +56,34 @@ layer(Layer.merge(postgresLayer("nt"), pgClientLayer), { timeout: 60_000 })("LIS
         yield* eventually(
           Effect.map(
             Effect.flatMap(JobStore, (s) => s.get(second.id)),
+            (r) => Option.exists(r, (j) => j.status === "completed")
+          )
+        )
+        yield* Scope.close(scope, Exit.void)
+      })
+    )))
+
+  // A Wakeups service of the app's own may offer only the stream (src/ports/Wakeups.ts): the
+  // worker listens through it.
+  it.effect("a Wakeups service without onSignal wakes the worker through its stream", () =>
+    TestServices.provideLive(withJobs(
+      [Ok],
+      Effect.gen(function*() {
+        const log = yield* Ref.make<ReadonlyArray<{ id: string; n: number; attempt: number }>>([])
+        const scope = yield* Scope.make()
+        const { listen } = PostgresWakeups.make((yield* PgClient.PgClient).config)
+        const context = yield* Layer.buildWithScope(
+          Worker.layer({ host: "streamed", concurrency: 1, pollInterval: "1 hour", reapInterval: "1 hour" }),
+          scope
+        ).pipe(Effect.provideService(RunLog, log), Effect.provideService(Wakeups, { listen }))
+        const worker = Context.get(context, Worker.WorkerHandle)
+        yield* eventually(Effect.map(worker.stats, (s) => s.notified >= 1))
+        const before = (yield* worker.stats).notified
+        const { id } = yield* enqueue(Ok, { n: 1 })
+        yield* eventually(Effect.map(worker.stats, (s) => s.notified > before))
+        yield* eventually(
+          Effect.map(
+            Effect.flatMap(JobStore, (s) => s.get(id)),
             (r) => Option.exists(r, (j) => j.status === "completed")
           )
         )

@@ -202,6 +202,11 @@ const checkSchedule = <A, I>(
 export interface RegisteredJob {
   readonly type: AnyJobType
   readonly perform: (payload: unknown) => Effect.Effect<void, unknown, JobContext>
+  /**
+   * `perform` with its `JobContext` as well, both provided at once: one copy of the context per
+   * attempt instead of two (issue 13: each provision copies every service in context).
+   */
+  readonly run: (payload: unknown, job: JobContextApi) => Effect.Effect<void, unknown>
 }
 
 /** The registry: which job types this worker can run. */
@@ -232,7 +237,9 @@ export const jobsLayer = <const Types extends ReadonlyArray<AnyJobType>>(
         byName.set(type.name, {
           type,
           perform: (payload) =>
-            Effect.provide(type.perform(payload), context) as Effect.Effect<void, unknown, JobContext>
+            Effect.provide(type.perform(payload), context) as Effect.Effect<void, unknown, JobContext>,
+          run: (payload, job) =>
+            Effect.provide(type.perform(payload), Context.add(context, JobContext, job)) as Effect.Effect<void, unknown>
         })
       }
       return Jobs.of({ get: (name) => Option.fromNullable(byName.get(name)), names: [...byName.keys()] })

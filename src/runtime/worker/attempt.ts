@@ -305,9 +305,9 @@ const runAttempt = (
       yield* annotateAttempt("leasehold.lease.fencing_token", String(held.fencingToken))
     }
 
-    const exit = yield* perform(job, registered.value, payload, o.host, held, timer).pipe(
-      Effect.annotateLogs(leaseName === undefined ? {} : { leaseName })
-    )
+    // Annotated only with a lease: an annotation copies the fiber's every FiberRef.
+    const performing = perform(job, registered.value, payload, o.host, held, timer)
+    const exit = yield* (leaseName === undefined ? performing : Effect.annotateLogs(performing, { leaseName }))
     const failedWith = (is: (e: unknown) => boolean) =>
       Exit.isFailure(exit) && Option.exists(Cause.failureOption(exit.cause), is)
     const timedOut = failedWith((e) => e instanceof JobTimeoutError)

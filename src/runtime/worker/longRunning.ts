@@ -16,7 +16,6 @@ import {
   Layer,
   Option,
   Queue,
-  Ref,
   Schedule,
   type Scope,
   Stream
@@ -90,8 +89,11 @@ export const make = (
   Effect.gen(function*() {
     const { concurrency, grace, options: o, poll, reapEvery, retention } = yield* resolveWorker(config)
     const store = yield* JobStore
-    const stats = yield* Ref.make<WorkerStats>({ ...emptyTally, host: o.host, running: 0, reaped: 0, notified: 0 })
-    // Wake-ups by notification, counted from the listener's callback (outside any fiber).
+    // What `stats` reports, as plain counters: updated on every attempt, read only when asked
+    // (wake-ups by notification are counted from the listener's callback, outside any fiber).
+    let tally: QueueTally = emptyTally
+    let runningNow = 0
+    let reaped = 0
     let notified = 0
     // On a database without wake-up signals, a cheap probe between polls (src/ports/JobStore.ts).
     const bell = yield* makeDoorbell(
@@ -110,15 +112,15 @@ export const make = (
     yield* Effect.ignoreLogged(touch)
     // Attempts running in this process (claimed jobs waiting in `ready` are not counted).
     const running = (delta: number) =>
-      Effect.zipRight(
-        Effect.sync(() => addRunning(delta)),
-        Ref.update(stats, (s) => ({ ...s, running: s.running + delta }))
-      )
+      Effect.sync(() => {
+        addRunning(delta)
+        runningNow += delta
+      })
     // Outcomes are counted in the metrics where every entry point's attempts are (./observe.ts).
     const record = (result: ProcessResult) =>
-      Effect.gen(function*() {
-        yield* Ref.update(stats, (s) => ({ ...s, ...tallyOf(s, result) }))
-        if (config.onResult) yield* config.onResult(result)
+      Effect.suspend(() => {
+        tally = tallyOf(tally, result)
+        return config.onResult === undefined ? Effect.void : config.onResult(result)
       })
     // Read at most once per poll interval.
     const isDraining = yield* cachedDraining(store, o.host, poll)
@@ -251,7 +253,7 @@ export const make = (
             () => 0
           )
           if (n > 0) {
-            yield* Ref.update(stats, (s) => ({ ...s, reaped: s.reaped + n }))
+            reaped += n
             // Reaped jobs may be due again now.
             yield* bell.ring
           }
@@ -312,7 +314,7 @@ export const make = (
 
     return WorkerHandle.of({
       host: o.host,
-      stats: Effect.map(Ref.get(stats), (s) => ({ ...s, notified })),
+      stats: Effect.sync(() => ({ ...tally, host: o.host, running: runningNow, reaped, notified })),
       wake: bell.ring
     })
   })

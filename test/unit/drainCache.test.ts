@@ -1,6 +1,7 @@
 /**
  * A long-running worker's view of its host's drain (src/runtime/worker/hosts.ts `cachedDraining`):
- * the answer its claimer uses is never older than the poll interval; once half of that old, it is
+ * the answer its claimer uses is never older than the poll interval; once four fifths of that old
+ * (`REFRESH_AHEAD`), it is
  * used as it is while a read in the background brings it up to date, so a woken claimer does not
  * wait a round trip for it.
  */
@@ -45,7 +46,7 @@ const hostStore = () => {
 const POLL = Duration.seconds(1)
 
 describe("a worker's drain state", () => {
-  it.scoped("is read at first use, kept for half a poll interval, then refreshed in the background", () =>
+  it.scoped("is read at first use, kept for four fifths of a poll interval, then refreshed in the background", () =>
     Effect.gen(function*() {
       const { state, store } = hostStore()
       const isDraining = yield* cachedDraining(store, "h", POLL)
@@ -53,12 +54,12 @@ describe("a worker's drain state", () => {
       expect(state.started).toBe(1)
 
       state.draining = true
-      yield* TestClock.adjust("400 millis")
+      yield* TestClock.adjust("700 millis")
       expect(yield* isDraining).toBe(false)
       expect(state.started).toBe(1)
 
-      // Half a poll old: this use gets the cached answer, and a read starts in the background.
-      yield* TestClock.adjust("200 millis")
+      // Four fifths of a poll old: this use gets the cached answer, and a read starts in the background.
+      yield* TestClock.adjust("100 millis")
       expect(yield* isDraining).toBe(false)
       yield* Effect.yieldNow()
       expect(state.started).toBe(2)
@@ -84,10 +85,10 @@ describe("a worker's drain state", () => {
       expect(yield* isDraining).toBe(false)
       state.draining = true
       state.hold = yield* Deferred.make<void>()
-      yield* TestClock.adjust("600 millis")
+      yield* TestClock.adjust("800 millis")
       expect(yield* isDraining).toBe(false)
       yield* Effect.yieldNow()
-      yield* TestClock.adjust("200 millis")
+      yield* TestClock.adjust("100 millis")
       expect(yield* isDraining).toBe(false)
       yield* Effect.yieldNow()
       expect(state.started).toBe(2)

@@ -65,12 +65,19 @@ export const resume = (
   })
 
 /**
+ * How old, as a share of the poll interval, a busy worker's drain state is when it is read again
+ * in the background: late enough that a busy worker reads it little more often than once per
+ * interval, early enough that the read is back before the state is a whole interval old.
+ */
+export const REFRESH_AHEAD = 0.8
+
+/**
  * `drainState` for a long-running worker's loop, shared by its fibers: true while the host is
  * draining. The answer used is never older than `every` (its poll interval). A claim that finds
- * it older than that reads it first; one that finds it older than half of that uses it and has it
- * read again in the background (one read at a time, in the worker's scope), so a busy or woken
- * claimer does not wait a round trip for it (issue 13: on PostgreSQL one claim in three of the
- * cross-process latency run waited for this read).
+ * it older than that reads it first; one that finds it older than `REFRESH_AHEAD` of that uses it
+ * and has it read again in the background (one read at a time, in the worker's scope), so a busy
+ * or woken claimer does not wait a round trip for it (issue 13: on PostgreSQL one claim in three
+ * of the cross-process latency run waited for this read).
  */
 export const cachedDraining = (
   store: JobStoreApi,
@@ -96,7 +103,7 @@ export const cachedDraining = (
       const cached = yield* Ref.get(cache)
       const age = now - cached.at
       if (age >= everyMs) return yield* read(now)
-      if (age >= everyMs / 2 && !refreshing) {
+      if (age >= everyMs * REFRESH_AHEAD && !refreshing) {
         refreshing = true
         yield* Effect.forkIn(Effect.ensuring(read(now), Effect.sync(() => (refreshing = false))), scope)
       }

@@ -204,9 +204,10 @@ export interface RegisteredJob {
   readonly perform: (payload: unknown) => Effect.Effect<void, unknown, JobContext>
   /**
    * `perform` with its `JobContext` as well, both provided at once: one copy of the context per
-   * attempt instead of two (issue 13: each provision copies every service in context).
+   * attempt instead of two (issue 13: each provision copies every service in context). Optional,
+   * so a registry of the app's own still works: without it, the worker provides the context itself.
    */
-  readonly run: (payload: unknown, job: JobContextApi) => Effect.Effect<void, unknown>
+  readonly run?: (payload: unknown, job: JobContextApi) => Effect.Effect<void, unknown>
 }
 
 /** The registry: which job types this worker can run. */

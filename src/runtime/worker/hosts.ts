@@ -76,8 +76,8 @@ export const REFRESH_AHEAD = 0.8
  * draining. The answer used is never older than `every` (its poll interval). A claim that finds
  * it older than that reads it first; one that finds it older than `REFRESH_AHEAD` of that uses it
  * and has it read again in the background (one read at a time, in the worker's scope), so a busy
- * or woken claimer does not wait a round trip for it (issue 13: on PostgreSQL one claim in three
- * of the cross-process latency run waited for this read).
+ * claimer, or one woken within an interval of the last read, does not wait a round trip for it
+ * (issue 13: on PostgreSQL one claim in three of the cross-process latency run waited for it).
  */
 export const cachedDraining = (
   store: JobStoreApi,

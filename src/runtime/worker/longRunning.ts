@@ -122,7 +122,7 @@ export const make = (
         tally = tallyOf(tally, result)
         return config.onResult === undefined ? Effect.void : config.onResult(result)
       })
-    // Read at most once per poll interval.
+    // Never older than the poll interval; refreshed ahead in the background (./hosts.ts).
     const isDraining = yield* cachedDraining(store, o.host, poll)
 
     // Claimed jobs not yet started. The claimer keeps up to `concurrency` of them ahead of the

@@ -8,7 +8,7 @@ import { Fenced, JobCancelled, JobTimeoutError, LeaseLostError } from "../../cor
 import { leaseExpiresAt } from "../../core/lease.ts"
 import type { JobRow } from "../../core/model.ts"
 import { JobLeases, JobStore } from "../../ports/JobStore.ts"
-import { type HeldLease, type JobContextApi, type RegisteredJob } from "../Job.ts"
+import { type HeldLease, JobContext, type JobContextApi, type RegisteredJob } from "../Job.ts"
 import { unsafeMakeOneShot } from "../../core/oneShot.ts"
 import { holderOf } from "./outcome.ts"
 import { watch, type Watch } from "./watchdog.ts"
@@ -87,7 +87,8 @@ export const perform = (
     }
 
     const seconds = job.claimTimeout ?? type.timeoutSeconds
-    const run = registered.run(payload, context)
+    const run = registered.run?.(payload, context) ??
+      registered.perform(payload).pipe(Effect.provideService(JobContext, context))
     const guarded = lost !== undefined ? Effect.raceFirst(run, Deferred.await(lost)) : run
     // perform runs in a fiber of its own, so on timeout we return at once even if it ignores
     // interruption; it may still be running, which is why a timed-out attempt leaves its lease

@@ -6,6 +6,7 @@
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import { Cause, Clock, Effect, Either, Exit, Option, Schema } from "effect"
+import type { ParseError } from "effect/ParseResult"
 import { Fenced, JobCancelled, JobTimeoutError, PayloadError, UnknownJobTypeError } from "../../core/errors.ts"
 import { type BackoffOptions, DEFAULT_BACKOFF } from "../../core/jobs.ts"
 import { busyDelaySeconds, isClaimLeaseFresh, leaseExpiresAt, leaseNameFor } from "../../core/lease.ts"
@@ -36,14 +37,27 @@ import { jobRef, ProcessResult } from "./results.ts"
 /** The services of the worker's entry points (the long-running worker's scheduler needs `ScheduleStore`). */
 export type WorkerServices = JobStore | JobLeases | Jobs | ScheduleStore
 
-/** Decodes a stored payload with its type's Schema, or says why it no longer decodes. */
-const decodePayload = (job: JobRow, schema: Schema.Schema<unknown, any>) =>
-  Effect.either(
-    Effect.flatMap(
-      Effect.try({ try: () => JSON.parse(job.payload) as unknown, catch: (e) => String(e) }),
-      (json) => Effect.mapError(Schema.decodeUnknown(schema)(json), (e) => e.message)
-    )
-  )
+/**
+ * Decodes a stored payload with its type's Schema, or says why it no longer decodes. A schema
+ * that decodes synchronously (nearly all) gives its result at once, without an effect's steps per
+ * attempt; one with an asynchronous transformation is run as an effect.
+ */
+const decodePayload = (
+  job: JobRow,
+  schema: Schema.Schema<unknown, any>
+): Effect.Effect<Either.Either<unknown, string>> => {
+  let json: unknown
+  try {
+    json = JSON.parse(job.payload)
+  } catch (e) {
+    return Effect.succeed(Either.left(String(e)))
+  }
+  // Schema's decoders give an Either (itself an effect) when nothing asynchronous ran.
+  const decoded: Effect.Effect<unknown, ParseError> = Schema.decodeUnknown(schema)(json)
+  return Either.isEither(decoded)
+    ? Effect.succeed(Either.mapLeft(decoded as Either.Either<unknown, ParseError>, (e) => e.message))
+    : Effect.either(Effect.mapError(decoded, (e) => e.message))
+}
 
 /**
  * Takes a slot of the job's lease after the claim and before perform (./slots.ts; one slot, the
@@ -250,12 +264,15 @@ const runAttempt = (
 
     // The key function may throw on a stored payload (another version of the app enqueued it):
     // that fails the attempt.
-    const named = yield* Effect.either(Effect.try({
-      try: () =>
-        leaseNameFor(type.name, type.lease, payload),
-      catch: (e) => `concurrencyKeyFor threw: ${String(e)}`
-    }))
-    if (Either.isLeft(named)) return yield* recordFailure(job, type.backoff, named.left, claimed)
+    let named: Either.Either<string | undefined, string>
+    try {
+      named = Either.right(leaseNameFor(type.name, type.lease, payload))
+    } catch (e) {
+      named = Either.left(`concurrencyKeyFor threw: ${String(e)}`)
+    }
+    if (Either.isLeft(named)) {
+      return yield* recordFailure(job, type.backoff, named.left, claimed)
+    }
     const leaseName = named.right
     let held: HeldLease | undefined
     if (claimed !== undefined && claimed.name !== leaseName) {
@@ -283,7 +300,9 @@ const runAttempt = (
           yield* Effect.logDebug(`waited ${turn.ms} ms for this worker's run of ${leaseName} to end`)
           if (turn.ms >= RECHECK_AFTER_MS) {
             const stop = yield* checkClaim
-            if (stop !== undefined) return stop
+            if (stop !== undefined) {
+              return stop
+            }
           }
         }
         const taken = yield* takeLease(
@@ -294,13 +313,17 @@ const runAttempt = (
           o,
           turn._tag === "Busy" ? turn : undefined
         )
-        if (Either.isLeft(taken)) return taken.left
+        if (Either.isLeft(taken)) {
+          return taken.left
+        }
         held = taken.right
       }
       if (gate !== undefined) {
         yield* gate.enter(leaseName, token, held.expiresAt)
         // Off the start's path: the next job of a busy key is claimed while this one runs.
-        if (yield* gate.wakeNext(leaseName)) yield* Effect.fork(handOffNow(leaseName))
+        if (yield* gate.wakeNext(leaseName)) {
+          yield* Effect.fork(handOffNow(leaseName))
+        }
       }
       yield* annotateAttempt("leasehold.lease.fencing_token", String(held.fencingToken))
     }
@@ -310,7 +333,9 @@ const runAttempt = (
     const exit = yield* (leaseName === undefined ? performing : Effect.annotateLogs(performing, { leaseName }))
     const failedWith = (is: (e: unknown) => boolean) =>
       Exit.isFailure(exit) && Option.exists(Cause.failureOption(exit.cause), is)
-    const timedOut = failedWith((e) => e instanceof JobTimeoutError)
+    const timedOut = failedWith((e) =>
+      e instanceof JobTimeoutError
+    )
 
     // Record the outcome, fenced on the claim token. The lease goes with it, except after a
     // timeout: perform may still be running, so the lease is left to expire.

@@ -3,7 +3,7 @@
  * (processNext, processQueue, tick and the long-running worker): its outcome and duration in the
  * metrics (src/runtime/metrics.ts), and one log line at info.
  */
-import { Clock, Effect, FiberRef, LogLevel } from "effect"
+import { Effect, FiberRef, LogLevel } from "effect"
 import type { JobRow } from "../../core/model.ts"
 import { recordAttempt } from "../metrics.ts"
 import type { ProcessResult } from "./results.ts"
@@ -41,13 +41,12 @@ export const observeAttempt = <E, R>(
   job: JobRow,
   attempt: Effect.Effect<ProcessResult, E, R>
 ): Effect.Effect<ProcessResult, E, R> =>
-  Effect.flatMap(
-    Clock.currentTimeMillis,
-    (started) =>
-      Effect.tap(attempt, (result) =>
-        Effect.flatMap(Clock.currentTimeMillis, (ended) => {
-          const ms = ended - started
-          recordAttempt(result, ms)
-          return logFinished(result, ms, job.queue)
-        }))
-  )
+  // The Clock read in place (two steps fewer per attempt than two reads as effects).
+  Effect.clockWith((clock) => {
+    const started = clock.unsafeCurrentTimeMillis()
+    return Effect.tap(attempt, (result) => {
+      const ms = clock.unsafeCurrentTimeMillis() - started
+      recordAttempt(result, ms)
+      return logFinished(result, ms, job.queue)
+    })
+  })

@@ -3,7 +3,7 @@
  * proves life (fenced on the claim token) and renews the job's lease, the job type's
  * `onLeaseLost`, and the attempt's timeout.
  */
-import { Clock, Deferred, Duration, Effect, Either, Exit, Fiber, Option, Ref } from "effect"
+import { Clock, Deferred, Duration, Effect, Either, Exit, Fiber, Option } from "effect"
 import { Fenced, JobCancelled, JobTimeoutError, LeaseLostError } from "../../core/errors.ts"
 import { leaseExpiresAt } from "../../core/lease.ts"
 import type { JobRow } from "../../core/model.ts"
@@ -32,34 +32,39 @@ export const perform = (
     const leases = yield* JobLeases
     const type = registered.type
     const token = job.claimToken!
-    const leaseRef = yield* Ref.make(Option.fromNullable(held))
+    // The lease as last renewed, which perform reads through its context: plain state, as the
+    // attempt's fibers run on one thread.
+    let lease = Option.fromNullable(held)
     // Made only for an attempt that perform's lease loss interrupts (a Deferred is dear: ../../core/oneShot.ts).
     const interruptOnLoss = type.onLeaseLost === "interrupt" && held !== undefined
     const lost = interruptOnLoss ? yield* Deferred.make<never, LeaseLostError>() : undefined
-    const lostLogged = yield* Ref.make(false)
+    let lostLogged = false
 
     // A lease lost at renewal is logged once, not thrown: the run goes on (or is interrupted, if
     // the type asks), and the release at the end reports the loss (./outcome.ts).
     const renewLease = (now: number) =>
       Effect.gen(function*() {
-        const current = yield* Ref.get(leaseRef)
-        if (Option.isNone(current)) return
-        const lease = current.value
+        if (Option.isNone(lease)) return
+        const current = lease.value
         const expiresAt = leaseExpiresAt(now, job.claimTimeout)
-        const renewed = yield* Effect.either(leases.renew({ name: lease.name, owner: token, expiresAt }))
+        const renewed = yield* Effect.either(leases.renew({ name: current.name, owner: token, expiresAt }))
         if (Either.isLeft(renewed)) {
           // A lock-table hiccup must not fail the job: the release at the end will tell.
-          return yield* Effect.logWarning(`lease ${lease.name} renewal failed; carrying on`, renewed.left)
+          return yield* Effect.logWarning(`lease ${current.name} renewal failed; carrying on`, renewed.left)
         }
-        if (renewed.right) return yield* Ref.set(leaseRef, Option.some({ ...lease, expiresAt }))
-        if (yield* Ref.getAndSet(lostLogged, true)) return
-        const holder = yield* holderOf(leases, lease.name)
+        if (renewed.right) {
+          lease = Option.some({ ...current, expiresAt })
+          return
+        }
+        if (lostLogged) return
+        lostLogged = true
+        const holder = yield* holderOf(leases, current.name)
         yield* Effect.logWarning(
-          `lease ${lease.name} was lost: now held by ${holder ?? "nobody"}, not by this attempt (${token}); ` +
+          `lease ${current.name} was lost: now held by ${holder ?? "nobody"}, not by this attempt (${token}); ` +
             (type.onLeaseLost === "interrupt" ? "interrupting perform" : "perform carries on")
         )
         if (lost !== undefined) {
-          yield* Deferred.fail(lost, new LeaseLostError({ leaseName: lease.name, owner: token, holder }))
+          yield* Deferred.fail(lost, new LeaseLostError({ leaseName: current.name, owner: token, holder }))
           // perform must not go on past this heartbeat: wait here to be interrupted.
           return yield* Effect.never
         }
@@ -72,7 +77,7 @@ export const perform = (
       attempt: job.attempts,
       claimToken: token,
       host,
-      lease: Ref.get(leaseRef),
+      lease: Effect.sync(() => lease),
       heartbeat: Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         // A fenced or cancelled attempt stops before it renews anything.

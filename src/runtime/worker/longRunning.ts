@@ -111,11 +111,10 @@ export const make = (
     const touch = touchHost(store, o, config.codeVersion)
     yield* Effect.ignoreLogged(touch)
     // Attempts running in this process (claimed jobs waiting in `ready` are not counted).
-    const running = (delta: number) =>
-      Effect.sync(() => {
-        addRunning(delta)
-        runningNow += delta
-      })
+    const running = (delta: number) => {
+      addRunning(delta)
+      runningNow += delta
+    }
     // Outcomes are counted in the metrics where every entry point's attempts are (./observe.ts).
     const record = (result: ProcessResult) =>
       Effect.suspend(() => {
@@ -191,15 +190,14 @@ export const make = (
       room.active++
       const result = yield* hands.guard(
         job,
-        Effect.acquireUseRelease(running(1), () =>
+        Effect.acquireUseRelease(Effect.sync(() => running(1)), () =>
           runClaimed(job, o, { timer, recheck, rootSpan: true, gate }), () =>
-          Effect.zipRight(
-            // A release skipped its hand-off for an attempt that did not take the lease after
-            // all (./keyGate.ts): wake the key's next waiter now (never this job itself).
-            Effect.flatMap(gate.leave(job.claimToken!), (owed) =>
-              owed === undefined ? Effect.void : handOffNow(owed, job.id)),
+          // A release skipped its hand-off for an attempt that did not take the lease after
+          // all (./keyGate.ts): wake the key's next waiter now (never this job itself).
+          Effect.flatMap(gate.leave(job.claimToken!), (owed) => {
             running(-1)
-          ))
+            return owed === undefined ? Effect.void : handOffNow(owed, job.id)
+          }))
       )
         .pipe(
           // The outcome could not be written (the database went away mid-attempt): the row stays
@@ -217,12 +215,11 @@ export const make = (
                 undefined
               )
           ),
-          Effect.ensuring(Effect.zipRight(
-            Effect.sync(() =>
-              room.active--
-            ),
-            Queue.offer(slotFreed, undefined)
-          ))
+          // A freed slot is a signal (the queue slides): offered in place, one step.
+          Effect.ensuring(Effect.sync(() => {
+            room.active--
+            Queue.unsafeOffer(slotFreed, undefined)
+          }))
         )
       if (result?._tag === "Deferred") {
         room.contended = concurrency * 2

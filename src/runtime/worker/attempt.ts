@@ -5,7 +5,7 @@
  * perform error become outcomes.
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import { Cause, Clock, Effect, Either, Exit, Option, Schema } from "effect"
+import { Cause, Clock, Context, Effect, Either, Exit, Option, Schema } from "effect"
 import type { ParseError } from "effect/ParseResult"
 import { Fenced, JobCancelled, JobTimeoutError, PayloadError, UnknownJobTypeError } from "../../core/errors.ts"
 import { type BackoffOptions, DEFAULT_BACKOFF } from "../../core/jobs.ts"
@@ -209,8 +209,10 @@ const runAttempt = (
   gate: KeyGate | undefined
 ): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
   Effect.gen(function*() {
-    const leases = yield* JobLeases
-    const store = yield* JobStore
+    // The attempt's services in one read of the context (a step per service otherwise).
+    const services = yield* Effect.context<JobLeases | JobStore | Jobs>()
+    const leases = Context.get(services, JobLeases)
+    const store = Context.get(services, JobStore)
     const token = job.claimToken!
     // The lease its claim took for it (PostgreSQL; src/adapters/sql/dialect.ts `ClaimLeaseStrategy`):
     // held from the claim on, so every way out before perform gives it back, quietly (an attempt
@@ -245,7 +247,7 @@ const runAttempt = (
       }
     }
 
-    const registered = (yield* Jobs).get(job.name)
+    const registered = Context.get(services, Jobs).get(job.name)
     if (Option.isNone(registered)) {
       return yield* recordFailure(
         job,

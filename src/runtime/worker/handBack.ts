@@ -11,14 +11,17 @@
  * its lease to expire, so a hand-off never lets a second run overlap it. A worker killed with
  * -9 hands nothing back: the reaper covers it as before.
  */
-import { Clock, Effect } from "effect"
+import { Cause, Clock, Effect, Exit } from "effect"
 import type { JobRow } from "../../core/model.ts"
 import type { JobStoreApi } from "../../ports/JobStore.ts"
 
 /** One stopping worker's hand-back. */
 export interface HandBack {
-  /** Runs an attempt of `job`; if it is interrupted, remembers it to be handed back. */
-  readonly guard: <A, E, R>(job: JobRow, attempt: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /**
+   * Told how an attempt of `job` ended, once it has (perform stopped): an interrupted one is
+   * remembered to be handed back. A plain call, made in the attempt's release.
+   */
+  readonly ended: (job: JobRow, exit: Exit.Exit<unknown, unknown>) => void
   /**
    * Hands back `unstarted` (claimed, never started) and every interrupted attempt remembered
    * since the last call, in one store call. A failure is logged: what was not handed back
@@ -31,7 +34,9 @@ export interface HandBack {
 export const makeHandBack = (store: JobStoreApi, host: string): HandBack => {
   let interrupted: Array<JobRow> = []
   return {
-    guard: (job, attempt) => Effect.onInterrupt(attempt, () => Effect.sync(() => interrupted.push(job))),
+    ended: (job, exit) => {
+      if (Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause)) interrupted.push(job)
+    },
     handBack: (unstarted) =>
       Effect.gen(function*() {
         const running = interrupted

@@ -89,6 +89,8 @@ export const make = (
   Effect.gen(function*() {
     const { concurrency, grace, options: o, poll, reapEvery, retention } = yield* resolveWorker(config)
     const store = yield* JobStore
+    // The worker's Clock, read in place on each attempt's path (its fibers all have this one).
+    const clock = yield* Effect.clock
     // What `stats` reports, as plain counters: updated on every attempt, read only when asked
     // (wake-ups by notification are counted from the listener's callback, outside any fiber).
     let tally: QueueTally = emptyTally
@@ -185,20 +187,19 @@ export const make = (
       const { claimedAt, job } = yield* Queue.take(ready)
       // A job that waited in the buffer is read again before it starts: it may have been
       // cancelled since its claim (RECHECK_AFTER_MS).
-      const recheck = (yield* Clock.currentTimeMillis) - claimedAt >= RECHECK_AFTER_MS
+      const recheck = clock.unsafeCurrentTimeMillis() - claimedAt >= RECHECK_AFTER_MS
       room.buffered--
       room.active++
-      const result = yield* hands.guard(
-        job,
-        Effect.acquireUseRelease(Effect.sync(() => running(1)), () =>
-          runClaimed(job, o, { timer, recheck, rootSpan: true, gate }), () =>
-          // A release skipped its hand-off for an attempt that did not take the lease after
-          // all (./keyGate.ts): wake the key's next waiter now (never this job itself).
-          Effect.flatMap(gate.leave(job.claimToken!), (owed) => {
-            running(-1)
-            return owed === undefined ? Effect.void : handOffNow(owed, job.id)
-          }))
-      )
+      const result = yield* Effect.acquireUseRelease(Effect.sync(() => running(1)), () =>
+        runClaimed(job, o, { timer, recheck, rootSpan: true, gate }), (_, exit) =>
+        // A release skipped its hand-off for an attempt that did not take the lease after all
+        // (./keyGate.ts): wake the key's next waiter now (never this job itself). An interrupted
+        // attempt is remembered for the hand-back (./handBack.ts).
+        Effect.flatMap(gate.leave(job.claimToken!), (owed) => {
+          running(-1)
+          hands.ended(job, exit)
+          return owed === undefined ? Effect.void : handOffNow(owed, job.id)
+        }))
         .pipe(
           // The outcome could not be written (the database went away mid-attempt): the row stays
           // processing and the reaper takes it back.

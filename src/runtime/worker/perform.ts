@@ -3,7 +3,7 @@
  * proves life (fenced on the claim token) and renews the job's lease, the job type's
  * `onLeaseLost`, and the attempt's timeout.
  */
-import { Clock, Deferred, Duration, Effect, Either, Exit, Fiber, Option } from "effect"
+import { Clock, Context, Deferred, Duration, Effect, Either, Exit, Fiber, Option } from "effect"
 import { Fenced, JobCancelled, JobTimeoutError, LeaseLostError } from "../../core/errors.ts"
 import { leaseExpiresAt } from "../../core/lease.ts"
 import type { JobRow } from "../../core/model.ts"
@@ -28,8 +28,9 @@ export const perform = (
   timer: Watch = watch
 ): Effect.Effect<Exit.Exit<unknown, unknown>, never, JobStore | JobLeases> =>
   Effect.gen(function*() {
-    const store = yield* JobStore
-    const leases = yield* JobLeases
+    const services = yield* Effect.context<JobStore | JobLeases>()
+    const store = Context.get(services, JobStore)
+    const leases = Context.get(services, JobLeases)
     const type = registered.type
     const token = job.claimToken!
     // The lease as last renewed, which perform reads through its context: plain state, as the

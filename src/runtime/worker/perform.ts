@@ -3,7 +3,7 @@
  * proves life (fenced on the claim token) and renews the job's lease, the job type's
  * `onLeaseLost`, and the attempt's timeout.
  */
-import { Clock, Context, Deferred, Duration, Effect, Either, Exit, Fiber, Option } from "effect"
+import { Cause, Clock, Context, Deferred, Duration, Effect, Either, Exit, Fiber, Option } from "effect"
 import { Fenced, JobCancelled, JobTimeoutError, LeaseLostError } from "../../core/errors.ts"
 import { leaseExpiresAt } from "../../core/lease.ts"
 import type { JobRow } from "../../core/model.ts"
@@ -111,10 +111,11 @@ export const perform = (
         return Fiber.interruptFork(fiber)
       })
     )
-    return yield* done.await.pipe(
-      // Interrupted from outside (a stopping worker): wait until perform has stopped, so the
-      // attempt can be handed back and its lease released without overlapping it (./handBack.ts).
-      Effect.onInterrupt(() => Fiber.interrupt(fiber)),
-      Effect.ensuring(cancel)
-    )
+    // Interrupted from outside (a stopping worker): wait until perform has stopped, so the
+    // attempt can be handed back and its lease released without overlapping it (./handBack.ts).
+    // Either way the timer goes. One exit handler for both (each wrapper is steps per attempt).
+    return yield* Effect.onExit(done.await, (exit) =>
+      Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause)
+        ? Effect.zipRight(Fiber.interrupt(fiber), cancel)
+        : cancel)
   })

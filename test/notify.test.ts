@@ -18,6 +18,24 @@ import { eventually, Ok, RunLog, withJobs } from "./support/jobs.ts"
 
 const pgClientLayer = PgClient.layer({ url: Redacted.make(PG_URL), maxConnections: 5 })
 
+/** An idle worker on `host` whose poll interval is an hour, built in `scope`; its runs go to `log`. */
+const idleWorker = (
+  host: string,
+  scope: Scope.Scope,
+  log: Ref.Ref<ReadonlyArray<{ id: string; n: number; attempt: number }>>
+) =>
+  Effect.map(
+    Layer.buildWithScope(Worker.layer({ host, concurrency: 1, pollInterval: "1 hour", reapInterval: "1 hour" }), scope)
+      .pipe(Effect.provideService(RunLog, log)),
+    (context) => Context.get(context, Worker.WorkerHandle)
+  )
+
+/** Waits until job `id` has completed. */
+const completed = (id: string) =>
+  eventually(
+    Effect.map(Effect.flatMap(JobStore, (s) => s.get(id)), (r) => Option.exists(r, (j) => j.status === "completed"))
+  )
+
 layer(Layer.merge(postgresLayer("nt"), pgClientLayer), { timeout: 60_000 })("LISTEN/NOTIFY on postgres", (it) => {
   it.effect("an enqueue wakes an idle worker whose poll interval is an hour", () =>
     TestServices.provideLive(withJobs(
@@ -25,21 +43,12 @@ layer(Layer.merge(postgresLayer("nt"), pgClientLayer), { timeout: 60_000 })("LIS
       Effect.gen(function*() {
         const log = yield* Ref.make<ReadonlyArray<{ id: string; n: number; attempt: number }>>([])
         const scope = yield* Scope.make()
-        const context = yield* Layer.buildWithScope(
-          Worker.layer({ host: "listener", concurrency: 1, pollInterval: "1 hour", reapInterval: "1 hour" }),
-          scope
-        ).pipe(Effect.provideService(RunLog, log))
-        const worker = Context.get(context, Worker.WorkerHandle)
+        const worker = yield* idleWorker("listener", scope, log)
         // the listener announces itself once connected
         yield* eventually(Effect.map(worker.stats, (s) => s.notified >= 1))
         const before = (yield* worker.stats).notified
         const { id } = yield* enqueue(Ok, { n: 1 })
-        yield* eventually(
-          Effect.map(
-            Effect.flatMap(JobStore, (s) => s.get(id)),
-            (r) => Option.exists(r, (j) => j.status === "completed")
-          )
-        )
+        yield* completed(id)
         expect((yield* worker.stats).notified).toBeGreaterThan(before)
         expect((yield* Ref.get(log)).map((r) => r.id)).toEqual([id])
 
@@ -53,12 +62,7 @@ layer(Layer.merge(postgresLayer("nt"), pgClientLayer), { timeout: 60_000 })("LIS
         const afterKill = (yield* worker.stats).notified
         yield* eventually(Effect.map(worker.stats, (s) => s.notified > afterKill))
         const second = yield* enqueue(Ok, { n: 2 })
-        yield* eventually(
-          Effect.map(
-            Effect.flatMap(JobStore, (s) => s.get(second.id)),
-            (r) => Option.exists(r, (j) => j.status === "completed")
-          )
-        )
+        yield* completed(second.id)
         yield* Scope.close(scope, Exit.void)
       })
     )))
@@ -72,21 +76,12 @@ layer(Layer.merge(postgresLayer("nt"), pgClientLayer), { timeout: 60_000 })("LIS
         const log = yield* Ref.make<ReadonlyArray<{ id: string; n: number; attempt: number }>>([])
         const scope = yield* Scope.make()
         const { listen } = PostgresWakeups.make((yield* PgClient.PgClient).config)
-        const context = yield* Layer.buildWithScope(
-          Worker.layer({ host: "streamed", concurrency: 1, pollInterval: "1 hour", reapInterval: "1 hour" }),
-          scope
-        ).pipe(Effect.provideService(RunLog, log), Effect.provideService(Wakeups, { listen }))
-        const worker = Context.get(context, Worker.WorkerHandle)
+        const worker = yield* idleWorker("streamed", scope, log).pipe(Effect.provideService(Wakeups, { listen }))
         yield* eventually(Effect.map(worker.stats, (s) => s.notified >= 1))
         const before = (yield* worker.stats).notified
         const { id } = yield* enqueue(Ok, { n: 1 })
         yield* eventually(Effect.map(worker.stats, (s) => s.notified > before))
-        yield* eventually(
-          Effect.map(
-            Effect.flatMap(JobStore, (s) => s.get(id)),
-            (r) => Option.exists(r, (j) => j.status === "completed")
-          )
-        )
+        yield* completed(id)
         yield* Scope.close(scope, Exit.void)
       })
     )))

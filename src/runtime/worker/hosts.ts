@@ -4,7 +4,7 @@
  */
 import { explain } from "./explain.ts"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Clock, Duration, Effect, Option, Ref, type Scope } from "effect"
+import { Clock, Duration, Effect, Option, type Scope } from "effect"
 import type { WorkerConfigError } from "../../core/errors.ts"
 import { isDraining } from "../../core/hosts.ts"
 import { JobStore, type JobStoreApi } from "../../ports/JobStore.ts"
@@ -87,20 +87,18 @@ export const cachedDraining = (
   Effect.gen(function*() {
     const scope = yield* Effect.scope
     const everyMs = Duration.toMillis(every)
-    const cache = yield* Ref.make<{ readonly at: number; readonly draining: boolean }>({
-      at: -Infinity,
-      draining: false
-    })
+    // Plain state, as the refresh flag: the worker's fibers share one thread.
+    let cached = { at: -Infinity, draining: false }
     let refreshing = false
     // A read that finishes after a newer one leaves the newer answer in place.
     const read = (now: number) =>
-      Effect.flatMap(drainState(store, host, now), (state) => {
+      Effect.map(drainState(store, host, now), (state) => {
         const draining = Option.isSome(state)
-        return Effect.as(Ref.update(cache, (c) => (now >= c.at ? { at: now, draining } : c)), draining)
+        if (now >= cached.at) cached = { at: now, draining }
+        return draining
       })
     return Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
-      const cached = yield* Ref.get(cache)
       const age = now - cached.at
       if (age >= everyMs) return yield* read(now)
       if (age >= everyMs * REFRESH_AHEAD && !refreshing) {

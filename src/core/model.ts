@@ -113,6 +113,15 @@ export interface ClaimInput {
   readonly timeoutCap: number | undefined
   /** With a cap > 0, a host whose processing rows reach it claims nothing. */
   readonly hostCap: number | undefined
+  /**
+   * A long-running worker's claim (src/runtime/worker/keyClaims.ts): at most one row per
+   * `claim_lease` in one claim, and no row of a `skip` entry's lease with a priority at most its
+   * `priority` (keys whose every slot this worker's jobs hold, with one more waiting: another
+   * would only be deferred, unless it is better than the one waiting). Undefined: no such rule.
+   */
+  readonly perKey?: {
+    readonly skip: ReadonlyArray<{ readonly lease: string; readonly priority: number }>
+  } | undefined
 }
 
 /** The outcome of a claim. */
@@ -140,6 +149,20 @@ export interface FinishInput {
    * takes it next (src/runtime/worker/keyGate.ts). Default true.
    */
   readonly handOff?: boolean | undefined
+  /**
+   * With `lease`: the lease is not released but passed straight to another attempt of the same
+   * worker, owner-fenced on this attempt's token, with a fresh fencing token, so that attempt
+   * starts without taking the lease itself (src/runtime/worker/keyGate.ts). Wakes no waiter.
+   */
+  readonly transferTo?: LeaseTransfer | undefined
+}
+
+/** Who a finishing attempt's lease passes to (`FinishInput.transferTo`). */
+export interface LeaseTransfer {
+  /** The claim token of the attempt taking the lease over (its owner from then on). */
+  readonly owner: string
+  readonly host: string
+  readonly expiresAt: number
 }
 
 /**
@@ -149,7 +172,10 @@ export interface FinishInput {
  */
 export interface Finished {
   readonly written: boolean
+  /** "released" also when the lease was passed on (`transferred`). */
   readonly lease: "none" | "released" | "lost" | "unknown"
+  /** The lease's new fencing token, when it was passed to `FinishInput.transferTo`. */
+  readonly transferred?: bigint | undefined
 }
 
 /** An attempt's claim: its job and claim token (which also owns the attempt's lease). */

@@ -73,6 +73,28 @@ export const isDue = (row: JobRow, now: number, queues: ReadonlyArray<string> | 
 export const claimOrder = (a: JobRow, b: JobRow): number =>
   b.priority - a.priority || a.runAt - b.runAt || a.createdAt - b.createdAt
 
+/**
+ * Whether a claim's `perKey` rule (ClaimInput) lets it take the row: it is of no key the worker
+ * skips, or better (by priority) than the skip allows.
+ */
+export const keyNotSkipped = (row: Pick<JobRow, "claimLease" | "priority">, perKey: ClaimInput["perKey"]): boolean =>
+  perKey === undefined || row.claimLease === null ||
+  !perKey.skip.some((s) => s.lease === row.claimLease && row.priority <= s.priority)
+
+/**
+ * The `perKey` rule's one row per key: of `rows` in claim order, the first of each `claimLease`
+ * (rows without one are all kept).
+ */
+export const onePerKey = <R extends Pick<JobRow, "claimLease">>(rows: ReadonlyArray<R>): Array<R> => {
+  const seen = new Set<string>()
+  return rows.filter((r) => {
+    if (r.claimLease === null) return true
+    if (seen.has(r.claimLease)) return false
+    seen.add(r.claimLease)
+    return true
+  })
+}
+
 /** What the hand-off order reads of a job. */
 export type HandOffRank = Pick<JobRow, "priority" | "createdAt" | "id">
 

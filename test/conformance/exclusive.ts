@@ -436,6 +436,139 @@ export const exclusiveConformance = (adapter: AdapterName) =>
         )
       }))
 
+    it.effect("a finish may pass its lease to another attempt: it owns it with a new fencing token, and no waiter is woken", () =>
+      Effect.gen(function*() {
+        const p = yield* probes
+        yield* withJobs(
+          [p.Sync],
+          Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            const store = yield* JobStore
+            const leases = yield* JobLeases
+            yield* leases.ensureTable
+            for (const n of [1, 2, 3]) yield* enqueue(p.Sync, { accountId: "a1", n }, { priority: 3 - n })
+            const input = {
+              queues: undefined,
+              host: "h",
+              now: T0,
+              claimToken: "c1",
+              timeoutCap: undefined,
+              hostCap: undefined
+            }
+            const [first, second, third] = yield* store.claimMany(input, 3)
+            const name = "key:acct-a1"
+            // The claim took the first job's lease where the dialect does (PostgreSQL): then it is found ours.
+            const token = Option.getOrThrow(
+              yield* leases.tryAcquireToken({
+                name,
+                owner: first!.claimToken!,
+                host: "h",
+                now: T0,
+                expiresAt: T0 + WINDOW
+              })
+            )
+            // The third waits on the key in the database.
+            expect(yield* store.defer(third!.id, third!.claimToken!, T0, T0 + 30 * SECOND, name)).toBe(true)
+
+            const passed = yield* store.finish({
+              id: first!.id,
+              token: first!.claimToken!,
+              now: T0 + 1,
+              outcome: { _tag: "Complete" },
+              lease: name,
+              transferTo: { owner: second!.claimToken!, host: "h2", expiresAt: T0 + 2 * WINDOW }
+            })
+            expect(passed).toMatchObject({ written: true, lease: "released" })
+            expect(passed.transferred).toBeGreaterThan(token)
+            expect(Option.getOrThrow(yield* lease(name))).toMatchObject({
+              owner: second!.claimToken,
+              host: "h2",
+              acquiredAt: T0 + 1,
+              expiresAt: T0 + 2 * WINDOW
+            })
+            expect(yield* row(first!.id)).toMatchObject({ status: "completed" })
+            expect(yield* row(third!.id)).toMatchObject({ status: "pending", runAt: T0 + 30 * SECOND })
+
+            // Not ours any more: nothing is passed on, and the lease stays where it is.
+            const again = yield* store.finish({
+              id: first!.id,
+              token: first!.claimToken!,
+              now: T0 + 2,
+              outcome: { _tag: "Complete" },
+              lease: name,
+              transferTo: { owner: "someone", host: "h3", expiresAt: T0 + 3 * WINDOW }
+            })
+            expect(again).toMatchObject({ written: false, lease: "lost" })
+            expect(again.transferred).toBeUndefined()
+            expect(Option.getOrThrow(yield* lease(name)).owner).toBe(second!.claimToken)
+
+            // The new owner's own finish releases it and wakes the waiter.
+            expect(
+              yield* store.finish({
+                id: second!.id,
+                token: second!.claimToken!,
+                now: T0 + 3,
+                outcome: { _tag: "Complete" },
+                lease: name
+              })
+            ).toMatchObject({ written: true, lease: "released" })
+            expect(yield* lease(name)).toEqual(Option.none())
+            expect(yield* row(third!.id)).toMatchObject({ status: "pending", runAt: T0 + 3 })
+          })
+        )
+      }))
+
+    it.effect("a claim by key takes one job per key, best first, and skips a key's jobs up to the priority it is given", () =>
+      Effect.gen(function*() {
+        const p = yield* probes
+        const Plain = define({ name: "plain-ex", schema: Account, perform: () => Effect.void })
+        yield* withJobs(
+          [p.Sync, Plain],
+          Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            const store = yield* JobStore
+            yield* (yield* JobLeases).ensureTable
+            const x1 = yield* enqueue(p.Sync, { accountId: "a1", n: 1 }, { priority: 3 })
+            const x2 = yield* enqueue(p.Sync, { accountId: "a1", n: 2 }, { priority: 2 })
+            const y1 = yield* enqueue(p.Sync, { accountId: "b1", n: 3 }, { priority: 2 })
+            const y2 = yield* enqueue(p.Sync, { accountId: "b1", n: 4 }, { priority: 1 })
+            const plain = [yield* enqueue(Plain, { accountId: "-" }), yield* enqueue(Plain, { accountId: "-" })]
+            const input = (
+              token: string,
+              skip: ReadonlyArray<{ readonly lease: string; readonly priority: number }>
+            ) => ({
+              queues: undefined,
+              host: "h",
+              now: T0,
+              claimToken: token,
+              timeoutCap: undefined,
+              hostCap: undefined,
+              perKey: { skip }
+            })
+            const ids = (rows: ReadonlyArray<{ readonly id: string }>) => rows.map((r) => r.id).sort()
+            // One per key (the best), and every job without a key.
+            expect(ids(yield* store.claimMany(input("k1", []), 10))).toEqual(ids([x1, y1, ...plain]))
+            // Key a1 skipped up to priority 2: x2 is not taken; b1's next is.
+            expect(ids(yield* store.claimMany(input("k2", [{ lease: "key:acct-a1", priority: 2 }]), 10))).toEqual(
+              ids([y2])
+            )
+            expect(yield* store.claimMany(input("k3", [{ lease: "key:acct-a1", priority: 2 }]), 10)).toEqual([])
+            // A better job of a skipped key is taken (one per key: the best only).
+            const x3 = yield* enqueue(p.Sync, { accountId: "a1", n: 5 }, { priority: 5 })
+            expect(ids(yield* store.claimMany(input("k4", [{ lease: "key:acct-a1", priority: 2 }]), 10))).toEqual(
+              ids([x3])
+            )
+            expect(ids(yield* store.claimMany(input("k5", []), 10))).toEqual(ids([x2]))
+            // Without the rule, a claim takes several jobs of one key.
+            const z = [
+              yield* enqueue(p.Sync, { accountId: "c1", n: 6 }),
+              yield* enqueue(p.Sync, { accountId: "c1", n: 7 })
+            ]
+            expect(ids(yield* store.claimMany({ ...input("k6", []), perKey: undefined }, 10))).toEqual(ids(z))
+          })
+        )
+      }))
+
     it.effect("a job once deferred waits on its key no longer after its claim: a later hand-off does not cut its retry backoff", () =>
       Effect.gen(function*() {
         const gate = yield* Deferred.make<void>()

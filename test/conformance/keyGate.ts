@@ -1,9 +1,10 @@
 /**
  * A busy key inside one long-running worker (src/runtime/worker/keyGate.ts, docs/behaviour.md
  * §9) on every adapter: the next job of a key this worker is running waits for that run and
- * starts right after it without a deferral; further jobs of the key defer at once and are still
- * run without waiting out their busy delay; a waiter promised the lease that does not take it
- * wakes the key's next waiter itself.
+ * starts right after it, with the lease passed to it, without a deferral; further jobs of the
+ * key are not claimed meanwhile (src/runtime/worker/keyClaims.ts), unless better than the
+ * waiting one, which then defers; a waiter passed the lease that does not run gives it back and
+ * wakes the key's next waiter.
  */
 import { expect, layer } from "@effect/vitest"
 import { Deferred, type Duration, Effect, Exit, Fiber, Option, Ref, Scope, TestClock } from "effect"
@@ -125,31 +126,32 @@ export const keyGateConformance = (adapter: AdapterName) =>
           expect(yield* row(second!)).toMatchObject({ status: "completed", attempts: 1 })
         })))
 
-    it.effect("a third job of the busy key defers at once, and still runs after the second without its busy delay", () =>
-      scenario("third", 3, ({ gates, ids: [, , third], log, results }) =>
+    it.effect("a third job of the busy key is not claimed while two of its jobs are, and runs after the second", () =>
+      scenario("third", 3, ({ gates, ids: [, second, third], log, results }) =>
         Effect.gen(function*() {
-          yield* eventually(Effect.map(Ref.get(results), (l) => l.length === 1))
-          // Deferred without reading the lease: waiting on the key until the holder's lease should end.
-          expect(yield* tags(results)).toEqual(["Deferred"])
-          const deferred = yield* row(third!)
-          expect(deferred).toMatchObject({ status: "pending", attempts: 0, leaseName: "key:third" })
-          expect(deferred.runAt).toBeGreaterThan(T0)
           yield* eventually(Effect.map(Ref.get(log), (l) => l.length === 1))
+          yield* eventually(Effect.map(row(second!), (r) => r.status === "processing"))
+          yield* settle
+          // Job 0 runs and job 1 waits in the worker: the claim skips the key's other jobs
+          // (src/runtime/worker/keyClaims.ts), so job 2 is neither claimed nor deferred.
+          expect(yield* row(third!)).toMatchObject({ status: "pending", attempts: 0, leaseName: null, runAt: T0 })
           expect(yield* Ref.get(log)).toEqual(["start 0"])
 
-          // Job 1 takes over from job 0, and on starting makes the deferred job due again.
+          // Job 1 takes over from job 0; job 2 is claimed meanwhile and waits for it.
           yield* Deferred.succeed(gates[0]!, undefined)
           yield* eventually(Effect.map(Ref.get(log), (l) => l.length === 3))
           yield* eventually(Effect.map(row(third!), (r) => r.status === "processing"))
           yield* settle
           expect(yield* Ref.get(log)).toEqual(["start 0", "end 0", "start 1"])
-          // The clock has not moved: no busy delay was waited out.
+          expect(yield* row(third!)).toMatchObject({ attempts: 1, leaseName: null })
           yield* Deferred.succeed(gates[1]!, undefined)
           yield* eventually(Effect.map(Ref.get(log), (l) => l.length === 5))
           expect(yield* Ref.get(log)).toEqual(["start 0", "end 0", "start 1", "end 1", "start 2"])
           yield* Deferred.succeed(gates[2]!, undefined)
-          yield* eventually(Effect.map(Ref.get(results), (l) => l.length === 4))
-          expect(yield* tags(results)).toEqual(["Deferred", "Completed", "Completed", "Completed"])
+          yield* eventually(Effect.map(Ref.get(results), (l) => l.length === 3))
+          expect(yield* tags(results)).toEqual(["Completed", "Completed", "Completed"])
+          // Each ran once, on its first claim: nothing was deferred.
+          for (const id of [second!, third!]) expect(yield* row(id)).toMatchObject({ status: "completed", attempts: 1 })
         })))
 
     it.effect("a better job (by priority) takes the place of a waiting one, which defers; both still run, the better first", () =>
@@ -172,26 +174,30 @@ export const keyGateConformance = (adapter: AdapterName) =>
           expect(yield* tags(results)).toEqual(["Deferred", "Completed", "Completed", "Completed"])
         }), { enqueued: 2 }))
 
-    it.effect("a waiter promised the lease that does not take it (cancelled while it waited) wakes the key's next waiter", () =>
-      scenario("promised", 3, ({ gates, ids: [, waiter, third], log, results }) =>
+    it.effect("a waiter passed the lease that does not run (cancelled while it waited) gives it back and wakes the key's next waiter", () =>
+      scenario("promised", 3, ({ Job, gates, ids: [, worse], log, results }) =>
         Effect.gen(function*() {
-          yield* eventually(Effect.map(row(third!), (r) => r.status === "pending" && r.leaseName !== null))
-          yield* eventually(Effect.map(row(waiter!), (r) => r.status === "processing"))
-          yield* cancel(waiter!)
+          yield* eventually(Effect.map(row(worse!), (r) => r.status === "processing"))
+          yield* settle
+          // A better job takes the waiting one's place, which defers: a waiter in the database.
+          const better = yield* enqueue(Job, { n: 2 }, { priority: 5 })
+          yield* eventually(Effect.map(row(worse!), (r) => r.status === "pending" && r.leaseName !== null))
+          yield* eventually(Effect.map(row(better.id), (r) => r.status === "processing"))
+          yield* cancel(better.id)
           // Long enough that the waiter reads its claim again before it starts (and finds it
           // cancelled), not long enough to give up waiting.
           yield* settle
           yield* settle
           expect(RECHECK_AFTER_MS + 10).toBeLessThan(GATE_WAIT_MS)
           yield* TestClock.adjust(RECHECK_AFTER_MS + 10)
-          // Job 0's release wakes nobody in the database: the waiter is next. It does not run,
-          // so it wakes the deferred job in job 0's place.
+          // Job 0's finish passes its lease to the waiter and wakes nobody in the database. The
+          // waiter does not run: it gives the lease back and wakes the deferred job.
           yield* Deferred.succeed(gates[0]!, undefined)
-          yield* eventually(Effect.map(Ref.get(log), (l) => l.includes("start 2")))
-          expect(yield* Ref.get(log)).toEqual(["start 0", "end 0", "start 2"])
-          expect(yield* row(waiter!)).toMatchObject({ status: "cancelled" })
+          yield* eventually(Effect.map(Ref.get(log), (l) => l.includes("start 1")))
+          expect(yield* Ref.get(log)).toEqual(["start 0", "end 0", "start 1"])
+          expect(yield* row(better.id)).toMatchObject({ status: "cancelled" })
           yield* eventually(Effect.map(Ref.get(results), (l) => l.some((r) => r._tag === "Cancelled")))
-        })))
+        }), { enqueued: 2 }))
 
     it.effect("with concurrencyLimit 2, two jobs of the key run at once and a third waits for one of them, not deferred", () =>
       scenario("limit", 3, ({ gates, ids: [, , third], log, results }) =>

@@ -4,7 +4,8 @@
  * fast-check generates random sequences of JobStore operations: insert (with duplicate unique
  * keys), claim (several hosts, queue filters, a timeout cap and a host cap), finish with each
  * outcome (Complete, Retry, Kill) with and without a lease (the lease taken first through the
- * JobLeases LeaseLock with the claim token as owner, so release and hand-off run), lease
+ * JobLeases LeaseLock with the claim token as owner, so release and hand-off run; or passed to
+ * another attempt's token instead of released, `transferTo`), lease
  * take-overs by other owners (so a finish can find its lease lost), defer (a busy lease),
  * heartbeat, stale + reap (with a second, guarded reap of the same row), handOff, retryDead,
  * and clock moves. Every time is an explicit `now` the test passes in.
@@ -103,6 +104,8 @@ type Gen =
     readonly outcome: "Complete" | "Retry" | "Kill"
     readonly delayS: number
     readonly lease: { readonly name: string; readonly take: boolean } | undefined
+    /** The lease is passed to this attempt instead of released (FinishInput `transferTo`). */
+    readonly transfer?: TokenPick | undefined
   }
   | { readonly kind: "acquire"; readonly lease: string; readonly token: TokenPick; readonly ttlMs: number }
   | {
@@ -199,7 +202,8 @@ const genStep: fc.Arbitrary<Gen> = fc.oneof(
       token: tokenPick,
       outcome: fc.constantFrom("Complete" as const, "Retry" as const, "Kill" as const),
       delayS: fc.constantFrom(0, 4, 60),
-      lease: fc.option(fc.record({ name: lease, take: fc.constantFrom(true, true, true, false) }), { nil: undefined })
+      lease: fc.option(fc.record({ name: lease, take: fc.constantFrom(true, true, true, false) }), { nil: undefined }),
+      transfer: fc.option(tokenPick, { nil: undefined, freq: 3 })
     })
   },
   {
@@ -321,7 +325,9 @@ const runStep = (store: Stores, step: Step): Effect.Effect<unknown> => {
     case "finish":
       return settle(Effect.gen(function*() {
         const acquired = step.acquire === undefined ? null : yield* store.leases.tryAcquire(step.acquire)
-        return { acquired, finished: yield* store.jobs.finish(step.input) }
+        const { transferred, ...finished } = yield* store.jobs.finish(step.input)
+        // Token counters are not reset between runs: whether a new token came, not its value.
+        return { acquired, finished, passedOn: transferred !== undefined }
       }))
     case "acquire":
       return settle(store.leases.tryAcquire(step.input))
@@ -408,7 +414,14 @@ const resolve = (model: Stores, g: Gen, i: number, now: number, ids: Array<strin
         const acquire: AcquireInput | undefined = g.lease?.take === true
           ? { name: g.lease.name, owner: tok, host: "h1", now, expiresAt: leaseExpiresAt(now, claimTimeout) }
           : undefined
-        return { op: "finish", acquire, input: { id, token: tok, now, outcome, lease: g.lease?.name } } satisfies Step
+        const transferTo = g.transfer === undefined
+          ? undefined
+          : { owner: yield* token(undefined, g.transfer), host: "h2", expiresAt: leaseExpiresAt(now, claimTimeout) }
+        return {
+          op: "finish",
+          acquire,
+          input: { id, token: tok, now, outcome, lease: g.lease?.name, transferTo }
+        } satisfies Step
       }
       case "acquire":
         return {

@@ -4,7 +4,8 @@
  * row locks). It is the model the SQL stores must agree with.
  */
 import * as LocalWakeups from "../localWakeups.ts"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option, Ref } from "effect"
+import type { SqlError } from "@effect/sql/SqlError"
 import { randomUUID } from "node:crypto"
 import { mayPruneHost } from "../../core/hosts.ts"
 import { isStale } from "../../core/jobs.ts"
@@ -16,10 +17,11 @@ import type {
   HostRow,
   JobCount,
   JobRow,
+  LeaseTransfer,
   NewJob,
   QueueDepth
 } from "../../core/model.ts"
-import { tableNames } from "../../core/tables.ts"
+import { tableNames, tokensTable } from "../../core/tables.ts"
 import {
   applyCancel,
   applyClaim,
@@ -37,6 +39,8 @@ import {
   handOffOrder,
   isWaiting,
   isDue,
+  keyNotSkipped,
+  onePerKey,
   isOurs,
   isRetryable,
   keyFreed,
@@ -47,7 +51,7 @@ import {
 } from "../../core/transitions.ts"
 import { type InsertResult, JobLeases, JobStore, type JobStoreApi } from "../../ports/JobStore.ts"
 import { rememberingTable } from "../jobLeases.ts"
-import { MemoryDatabase, type MemoryDatabaseApi, modifyTable } from "./database.ts"
+import { MemoryDatabase, type MemoryDatabaseApi, type MemoryTables, modifyTable, noSuchTable } from "./database.ts"
 import { makeMemoryLeaseLock } from "./LeaseLock.ts"
 import { memoryScheduleStoreLayer } from "./ScheduleStore.ts"
 import type { ScheduleStore } from "../../ports/ScheduleStore.ts"
@@ -112,7 +116,9 @@ export const makeMemoryJobStore = (
 
   // The rows a claim may take, best first.
   const dueRows = (rows: ReadonlyMap<string, JobRow>, input: ClaimInput) =>
-    [...rows.values()].filter((r) => isDue(r, input.now, input.queues)).sort(claimOrder)
+    [...rows.values()].filter((r) => isDue(r, input.now, input.queues) && keyNotSkipped(r, input.perKey)).sort(
+      claimOrder
+    )
 
   const claim = (input: ClaimInput) =>
     jobsTable((rows): readonly [ClaimResult, ReadonlyMap<string, JobRow>?] => {
@@ -130,7 +136,8 @@ export const makeMemoryJobStore = (
   // Up to `limit` due rows, best first, each with its own token (the first with the input's).
   const claimMany = (input: ClaimInput, limit: number) =>
     jobsTable((rows): readonly [ReadonlyArray<JobRow>, ReadonlyMap<string, JobRow>?] => {
-      const due = dueRows(rows, input).slice(0, Math.max(0, limit))
+      const best = dueRows(rows, input).slice(0, Math.max(0, limit))
+      const due = input.perKey === undefined ? best : onePerKey(best)
       if (due.length === 0) return [[]]
       const claimed = due.map((r, i) =>
         applyClaim(r, { ...input, claimToken: i === 0 ? input.claimToken : randomUUID() })
@@ -150,6 +157,26 @@ export const makeMemoryJobStore = (
       next.delete(lease)
       return [true, next]
     })
+
+  // Our lease passed to `to` and its name's token bumped, in one atomic update of both tables
+  // (as ./LeaseLock.ts acquires): the new token, or undefined when the lease is not ours.
+  const transferLease = (lease: string, token: string, now: number, to: LeaseTransfer) =>
+    Effect.flatten(Ref.modify(db.tables, (all): [Effect.Effect<bigint | undefined, SqlError>, MemoryTables] => {
+      const locks = all.get(tables.jobLocks) as ReadonlyMap<string, LeaseRow> | undefined
+      const counters = all.get(tokensTable(tables.jobLocks)) as ReadonlyMap<string, bigint> | undefined
+      if (locks === undefined) return [Effect.fail(noSuchTable(tables.jobLocks)), all]
+      if (counters === undefined) return [Effect.fail(noSuchTable(tokensTable(tables.jobLocks))), all]
+      if (locks.get(lease)?.owner !== token) return [Effect.succeed(undefined), all]
+      const next = (counters.get(lease) ?? 0n) + 1n
+      const row: LeaseRow = { name: lease, owner: to.owner, host: to.host, acquiredAt: now, expiresAt: to.expiresAt }
+      return [
+        Effect.succeed(next),
+        new Map(all).set(tables.jobLocks, put(locks, lease, row)).set(
+          tokensTable(tables.jobLocks),
+          new Map(counters).set(lease, next)
+        )
+      ]
+    }))
 
   // Inserts in order, keys settled per row (src/core/transitions.ts keyFreed, applyFreeKey): one
   // atomic update, as the SQL store's transaction.
@@ -205,6 +232,12 @@ export const makeMemoryJobStore = (
         const lease = input.lease
         if (lease === undefined) {
           return { written, lease: "none" as const }
+        }
+        if (input.transferTo !== undefined) {
+          const transferred = yield* transferLease(lease, input.token, input.now, input.transferTo)
+          return transferred === undefined
+            ? { written, lease: "lost" as const }
+            : { written, lease: "released" as const, transferred }
         }
         const released = yield* releaseLease(lease, input.token)
         if (released && input.handOff !== false) {

@@ -42,8 +42,16 @@ const bumpTokens = (tokens: RawSql, names: Statement, returning: string) =>
   )}`
 
 // The claim, alone or inside the claim that takes leases (why `LIMIT (SELECT n)`: `claim` below).
-const claimDue = ({ jobs, sql }: JobSqlContext, { due, limit, set }: ClaimParts) =>
-  sql`UPDATE ${jobs} SET ${set} WHERE id IN (SELECT id FROM ${jobs} WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT (SELECT ${limit}) FOR UPDATE SKIP LOCKED) RETURNING ${JOB_COLUMNS}`
+// One per key: of the rows locked, the best of each `claim_lease` (rows without one are each
+// their own); the others stay pending, their locks let go at the statement's end.
+const claimDue = ({ jobs, sql }: JobSqlContext, { due, limit, onePerKey, set }: ClaimParts) => {
+  const locked =
+    sql`FROM ${jobs} WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT (SELECT ${limit}) FOR UPDATE SKIP LOCKED`
+  const picked = onePerKey
+    ? sql`SELECT DISTINCT ON (p.claim_lease, CASE WHEN p.claim_lease IS NULL THEN p.id END) p.id FROM (SELECT id, claim_lease, priority, run_at ${locked}) p ORDER BY p.claim_lease, CASE WHEN p.claim_lease IS NULL THEN p.id END, p.priority DESC, p.run_at ASC`
+    : sql`SELECT id ${locked}`
+  return sql`UPDATE ${jobs} SET ${set} WHERE id IN (${picked}) RETURNING ${JOB_COLUMNS}`
+}
 
 /** The PostgreSQL dialect. */
 export const postgres: Dialect = {
@@ -166,12 +174,19 @@ SELECT ${JOB_COLUMNS}, b.token AS lease_token, t.expiresat AS lease_expires FROM
       kind: "oneStatement",
       // The outcome, the release and the hand-off in one round trip and one transaction. The
       // hand-off runs only if the release deleted our row; the waiter woken is notified on commit.
-      statement: ({ sql, jobs, jobLocks }, f) =>
-        sql`WITH done AS (${f.outcome} RETURNING id),
+      // Passing the lease on instead (`f.transfer`): moved, and the name's token bumped, in the
+      // same statement; `released` counts the move.
+      statement: ({ sql, jobs, jobLocks, jobLockTokens }, f) =>
+        f.transfer !== undefined
+          ? sql`WITH done AS (${f.outcome} RETURNING id),
+moved AS (${f.transfer} RETURNING lockname),
+bumped AS (${bumpTokens(jobLockTokens, sql`SELECT lockname, 1 FROM moved`, "token")})
+SELECT (SELECT COUNT(*) FROM done) AS written, (SELECT COUNT(*) FROM moved) AS released, 0 AS woke, (SELECT token FROM bumped) AS transferred`
+          : sql`WITH done AS (${f.outcome} RETURNING id),
 released AS (DELETE FROM ${jobLocks} WHERE lockname = ${f.leaseName} AND lockowner = ${f.owner} RETURNING lockname),
 woke AS (UPDATE ${jobs} SET run_at = LEAST(run_at, ${f.now}) WHERE id = (SELECT id FROM ${jobs} WHERE lease_name = ${f.leaseName} AND status = 'pending' AND id <> ${f.id} AND EXISTS (SELECT 1 FROM released)${new RawSql(
-          f.handOff ? "" : " AND FALSE"
-        )} ORDER BY priority DESC, created_at ASC, id ASC LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id),
+            f.handOff ? "" : " AND FALSE"
+          )} ORDER BY priority DESC, created_at ASC, id ASC LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id),
 rung AS (SELECT pg_notify(${f.channel}, ${f.leaseName}) FROM woke)
 SELECT (SELECT COUNT(*) FROM done) AS written, (SELECT COUNT(*) FROM released) AS released, (SELECT COUNT(*) FROM rung) AS woke`,
       // Several leased completions in one statement. Every part reads the statement's snapshot,

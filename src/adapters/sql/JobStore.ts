@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Array as Arr, Effect, Either, Layer, Option } from "effect"
 import { isStale, type JobStatus } from "../../core/jobs.ts"
-import { decodeEpochMs } from "../../core/lease.ts"
+import { decodeEpochMs, decodeToken } from "../../core/lease.ts"
 import type {
   Claim,
   ClaimState,
@@ -18,10 +18,11 @@ import type {
   Finished,
   HandedBack,
   JobRow,
+  LeaseTransfer,
   NewJob
 } from "../../core/model.ts"
 import { tableNames, tokensTable } from "../../core/tables.ts"
-import { applyClaim, claimStateOf, keyFreed, showsOutcome } from "../../core/transitions.ts"
+import { applyClaim, claimStateOf, keyFreed, onePerKey, showsOutcome } from "../../core/transitions.ts"
 import { type InsertResult, JobLeases, JobStore, type JobStoreApi } from "../../ports/JobStore.ts"
 import { rememberingTable } from "../jobLeases.ts"
 import { makeBatcher } from "./batching.ts"
@@ -232,7 +233,9 @@ export const make = (
           // Holding the picked rows' locks, update them by id; they end as applyClaim says.
           return transaction(Effect.gen(function*() {
             const parts = s.claimParts(input, limit)
-            const picked = yield* jobs(strategy.pickDue(s.context, parts.due, parts.limit))
+            const locked = yield* jobs(strategy.pickDue(s.context, parts.due, parts.limit))
+            // One per key: the best row of each `claim_lease` (the others' locks end with the transaction).
+            const picked = parts.onePerKey ? onePerKey(locked) : locked
             if (picked.length === 0) {
               return []
             }
@@ -250,7 +253,7 @@ export const make = (
       Effect.gen(function*() {
         const groups = new Map<string, Array<number>>()
         inputs.forEach((input, i) => {
-          const key = JSON.stringify([input.queues ?? null, input.host, input.timeoutCap ?? null])
+          const key = JSON.stringify([input.queues ?? null, input.host, input.timeoutCap ?? null, input.perKey ?? null])
           groups.set(key, [...(groups.get(key) ?? []), i])
         })
         const out: Array<Option.Option<JobRow>> = inputs.map(() =>
@@ -430,10 +433,15 @@ export const make = (
     // (src/adapters/sql/dialect.ts `FinishStrategy`): its row of counts, or undefined (steps).
     const packedFinish = d.finish.kind === "steps" && !isGaleraCluster(sql) ? d.finish.packed : undefined
     // Not packed inside the caller's transaction, whose isolation its SETs cannot change.
+    // A lease passed on (`transferTo`) is never packed: the steps pass it in a transaction of its own.
     const finishTogether = (input: FinishInput, lease: string, inside: boolean) => {
-      const parts = () => s.finishParts(input.id, input.token, input.now, input.outcome, lease, input.handOff !== false)
+      const to = input.transferTo
+      const parts = () => ({
+        ...s.finishParts(input.id, input.token, input.now, input.outcome, lease, input.handOff !== false),
+        transfer: to === undefined ? undefined : leaseSql.transfer(lease, input.token, input.now, to)
+      })
       if (d.finish.kind === "oneStatement") return rows(d.finish.statement(s.context, parts()))
-      if (packedFinish === undefined || inside) return undefined
+      if (packedFinish === undefined || inside || to !== undefined) return undefined
       const st = packedFinish(s.context, parts())
       return Effect.map(
         sql.unsafe(st.sql, st.params as Array<unknown>).unprepared,
@@ -452,7 +460,8 @@ export const make = (
           const written = yield* confirm(input, int(r.written) > 0, tries > 1)
           if (int(r.woke) > 0) yield* LocalWakeups.ring(tables.channel)
           if (int(r.released) > 0) {
-            return { written, lease: "released" }
+            if (r.transferred === null || r.transferred === undefined) return { written, lease: "released" }
+            return { written, lease: "released", transferred: decodeToken(r.transferred) }
           }
           if (tries === 1) return { written, lease: "lost" }
           // A packed finish sent again may have released the lease on its first try and failed
@@ -471,6 +480,7 @@ export const make = (
         const written = yield* confirm(input, n > 0, tries > 1)
         if (lease === undefined) return { written, lease: "none" }
         tries = 0
+        if (input.transferTo !== undefined) return yield* transferLease(input, written, lease, input.transferTo)
         // Where the release reports whether anyone waits, the hand-off is sent only then. A job
         // that defers after the release looks at the lease again itself (src/runtime/worker/attempt.ts).
         const release = d.updateReports === "rows"
@@ -491,6 +501,35 @@ export const make = (
           return { written, lease: "released" }
         }
         return { written, lease: tries > 1 ? yield* lostAfterRetry(input, lease) : "lost" }
+      })
+
+    // The lease passed on instead of released (FinishInput `transferTo`): the owner-fenced move
+    // and the bump of the name's token counter in one transaction, so a new owner always has a
+    // new token. A retry after a lost reply finds the lease moved already: "released", and the
+    // new owner, finding the lease its own, reads its token itself.
+    const transferLease = (input: FinishInput, written: boolean, lease: string, to: LeaseTransfer) =>
+      Effect.gen(function*() {
+        let tries = 0
+        const moved = yield* Effect.either(patiently(
+          "transfer",
+          `lease ${lease}`,
+          Effect.suspend(() => (tries++,
+            transaction(Effect.gen(function*() {
+              if ((yield* changed(leaseSql.transfer(lease, input.token, input.now, to))) === 0) return undefined
+              let last: ReadonlyArray<Record<string, unknown>> = []
+              for (const st of leaseSql.bumpToken(lease)) last = yield* rows(st)
+              return decodeToken(last[0]?.token)
+            })))
+          )
+        ))
+        if (Either.isLeft(moved)) {
+          yield* Effect.logWarning(`lease ${lease}: passing it on failed; it will expire`, moved.left)
+          return { written, lease: "unknown" } satisfies Finished
+        }
+        if (moved.right !== undefined) {
+          return { written, lease: "released", transferred: moved.right } satisfies Finished
+        }
+        return { written, lease: tries > 1 ? yield* lostAfterRetry(input, lease) : "lost" } satisfies Finished
       })
 
     // A woken waiter is due now: tell this process's workers too (src/adapters/localWakeups.ts),

@@ -209,6 +209,8 @@ export interface ClaimParts {
   readonly capped: Statement
   /** How many rows to claim at most. */
   readonly limit: RawSql
+  /** At most one of those rows per `claim_lease` (core's ClaimInput `perKey`): the best. */
+  readonly onePerKey: boolean
 }
 
 /**
@@ -410,6 +412,12 @@ export interface FinishParts {
   readonly channel: string
   /** False: release only, wake no waiter (core's FinishInput `handOff`). */
   readonly handOff: boolean
+  /**
+   * Instead of the release: the owner-fenced UPDATE that passes the lease on (core's FinishInput
+   * `transferTo`), without RETURNING. The statement then also bumps the name's token counter and
+   * returns the new token as `transferred`; it wakes no waiter.
+   */
+  readonly transfer?: Statement | undefined
 }
 
 /** The pieces of a one-statement completion of several leased attempts. */

@@ -53,11 +53,18 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
 
   const countRunning = (host: string) =>
     sql`SELECT COUNT(*) AS n FROM ${jobs} WHERE claimed_by = ${host} AND status = 'processing'`
-  // Pending, due, in the worker's queues.
-  const due = (input: ClaimInput) =>
-    input.queues === undefined
-      ? sql`status = 'pending' AND run_at <= ${input.now}`
-      : sql`status = 'pending' AND run_at <= ${input.now} AND queue IN (${new SqlList(input.queues)})`
+  // Pending, due, in the worker's queues; with `perKey`, of no key it skips.
+  const due = (input: ClaimInput) => {
+    const skip = input.perKey?.skip ?? []
+    const keys = skip.length === 0 ?
+      empty :
+      sql` AND (claim_lease IS NULL OR NOT (${
+        joined(skip.map((k) => sql`(claim_lease = ${k.lease} AND priority <= ${k.priority})`), " OR ")
+      }))`
+    return input.queues === undefined
+      ? sql`status = 'pending' AND run_at <= ${input.now}${keys}`
+      : sql`status = 'pending' AND run_at <= ${input.now} AND queue IN (${new SqlList(input.queues)})${keys}`
+  }
   // A fresh token, this host, attempts + 1, no heartbeat, waiting on no lease (core's
   // applyClaim); with a cap, the timeout and the grace lowered to the cap's (core's
   // cappedTimeout, cappedGraceMs: one comparison each; the windows come from src/core/lease.ts);
@@ -174,7 +181,8 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
       set: claimSet(input, token),
       due: due(input),
       capped: cap === undefined ? empty : sql` AND (${countRunning(input.host)}) < ${cap}`,
-      limit: literalInt(limit)
+      limit: literalInt(limit),
+      onePerKey: input.perKey !== undefined && limit > 1
     }),
     due,
     /** Claims the locked rows `ids` with one token each (MySQL's batch claim). */

@@ -20,9 +20,15 @@ const syntax: Syntax = {
 }
 const sql = sqlFor(syntax)
 
-// Claims up to `limit` due rows; with a host cap, only while the host runs fewer than it.
-const claimStatement = ({ sql, jobs }: JobSqlContext, { set, due, capped, limit }: ClaimParts) =>
-  sql`UPDATE ${jobs} SET ${set} WHERE id IN (SELECT id FROM ${jobs} WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT ${limit})${capped} RETURNING ${JOB_COLUMNS}`
+// Claims up to `limit` due rows; with a host cap, only while the host runs fewer than it. One
+// per key: of those rows, the best of each `claim_lease` (rows without one are each their own).
+const claimStatement = ({ sql, jobs }: JobSqlContext, { set, due, capped, limit, onePerKey }: ClaimParts) => {
+  const best = sql`SELECT id FROM ${jobs} WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT ${limit}`
+  const picked = onePerKey
+    ? sql`SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY claim_lease, CASE WHEN claim_lease IS NULL THEN id END ORDER BY priority DESC, run_at ASC) AS n FROM ${jobs} WHERE id IN (${best})) WHERE n = 1`
+    : best
+  return sql`UPDATE ${jobs} SET ${set} WHERE id IN (${picked})${capped} RETURNING ${JOB_COLUMNS}`
+}
 
 /** The SQLite dialect. */
 export const sqlite: Dialect = {

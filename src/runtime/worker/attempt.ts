@@ -22,6 +22,7 @@ import {
   describe,
   giveBackLease,
   handOffNow,
+  type Held,
   logCancelled,
   recordFailure,
   recordSuccess,
@@ -291,34 +292,37 @@ const runAttempt = (
         // the attempt asks the database itself, where its own lease is found as ours.
         const turn: Turn = gate === undefined || claimed?.name === leaseName
           ? { _tag: "Open" }
-          : yield* gate.turn(
-            leaseName,
-            type.concurrencyLimit,
-            token,
-            leaseExpiresAt(yield* Clock.currentTimeMillis, job.claimTimeout),
-            job
-          )
+          : yield* gate.turn(leaseName, type.concurrencyLimit, token, job)
+        // The lease the run before passed to this attempt as it finished (./keyGate.ts).
+        const passed = turn._tag === "Waited" ? turn.lease : undefined
         if (turn._tag === "Waited") {
           yield* Effect.logDebug(`waited ${turn.ms} ms for this worker's run of ${leaseName} to end`)
           if (turn.ms >= RECHECK_AFTER_MS) {
             const stop = yield* checkClaim
             if (stop !== undefined) {
+              if (passed !== undefined) {
+                yield* giveBackLease(job, passed.name)
+              }
               return stop
             }
           }
         }
-        const taken = yield* takeLease(
-          job,
-          leaseName,
-          type.concurrencyLimit,
-          type.backoff,
-          o,
-          turn._tag === "Busy" ? turn : undefined
-        )
-        if (Either.isLeft(taken)) {
-          return taken.left
+        if (passed !== undefined) {
+          held = { name: passed.name, owner: token, expiresAt: passed.expiresAt, fencingToken: passed.fencingToken }
+        } else {
+          const taken = yield* takeLease(
+            job,
+            leaseName,
+            type.concurrencyLimit,
+            type.backoff,
+            o,
+            turn._tag === "Busy" ? turn : undefined
+          )
+          if (Either.isLeft(taken)) {
+            return taken.left
+          }
+          held = taken.right
         }
-        held = taken.right
       }
       if (gate !== undefined) {
         yield* gate.enter(leaseName, token, held.expiresAt)
@@ -343,8 +347,21 @@ const runAttempt = (
     // timeout: perform may still be running, so the lease is left to expire.
     // An attempt of this worker waiting for the lease takes it next (./keyGate.ts): the release
     // then wakes no waiter in the database.
-    const forWaiter = gate !== undefined && held !== undefined && !timedOut && (yield* gate.finishing(token))
-    const release = timedOut || held === undefined ? undefined : { ...held, handOff: !forWaiter }
+    // The write then passes the lease straight to it, and it starts without taking the lease.
+    const next = gate !== undefined && held !== undefined && !timedOut ? yield* gate.finishing(token) : undefined
+    const release: Held | undefined = timedOut || held === undefined ? undefined : {
+      ...held,
+      handOff: next === undefined,
+      transferTo: next === undefined ? undefined : { owner: next.owner, host: o.host, expiresAt: next.expiresAt },
+      passedOn: next === undefined || gate === undefined ? undefined : (fencingToken) => {
+        const lease = { name: held!.name, fencingToken, expiresAt: next.expiresAt }
+        // Its waiter is gone (the worker is stopping): the lease is given back for it.
+        // It runs first: this attempt's own bookkeeping can wait.
+        return gate.passedOn(token, lease)
+          ? Effect.yieldNow()
+          : Effect.asVoid(giveBackLease({ ...job, claimToken: next.owner }, lease.name))
+      }
+    }
     let result: ProcessResult
     if (failedWith((e) => e instanceof JobCancelled)) {
       yield* logCancelled("perform stopped at a heartbeat")

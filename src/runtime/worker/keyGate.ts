@@ -3,22 +3,27 @@
  * busy key in one worker"). When attempts of this worker hold every slot of a key, the lease is
  * busy without asking the database:
  * - one other attempt of the key (the best by hand-off order) waits here, at most
- *   `GATE_WAIT_MS`, for one of them to end, then takes its lease as usual. The holder's release
- *   wakes no waiter in the database for it (the waiter here is next; but never more than
- *   `MAX_SKIPPED_HAND_OFFS` releases in a row), so the key's next run starts one round trip
- *   after the last one ended instead of after a hand-off, a wake-up and a claim (issue 13's hot
- *   key);
- * - any other attempt defers at once, by the holder's expiry, without reading the lease;
- * - an attempt that starts on a key that was busy here lately, with no attempt waiting, makes
- *   the key's best waiter in the database due, so that it is claimed and waits here meanwhile
- *   (or, if it is better by hand-off order than the attempt that waits by then, in its place).
+ *   `GATE_WAIT_MS`, for one of them to end. The holder that ends first is promised to it (but
+ *   never more than `MAX_SKIPPED_HAND_OFFS` holders in a row): its outcome write passes the
+ *   lease straight to the waiter, with a new fencing token, and wakes no waiter in the database,
+ *   so the key's next run starts one round trip after the last one ended (issue 13's hot key).
+ *   The waiter starts as soon as the write returns (`passedOn`). A waiter not passed the lease
+ *   (its wait timed out, or the write did not pass it) takes it as usual;
+ * - any other attempt defers at once, by the holder's expiry, without reading the lease. The
+ *   worker's claim rarely brings one (./keyClaims.ts): only a job better than the one waiting,
+ *   which takes its place (the other defers);
+ * - an attempt that starts on a key on which attempts deferred here, with no attempt waiting,
+ *   makes the key's best waiter in the database due, so that it is claimed and waits here
+ *   meanwhile.
  *
- * Nothing here replaces the database's rule: leases are taken by the usual atomic statement,
- * another process may take one first (the attempt then defers), and deferred jobs wait in the
- * database. A waiter that was promised the lease and does not take it leaves the hand-off to
- * its runner (`leave`), so no job waits on a hand-off that never comes.
+ * Nothing here replaces the database's rule: leases are taken or passed on by owner-fenced
+ * statements, another process may take one first (the attempt then defers), and deferred jobs
+ * wait in the database. A waiter that was promised the lease and does not take it leaves the
+ * hand-off to its runner (`leave`); one passed the lease that does not run gives it back and
+ * hands off; so no job waits on a hand-off that never comes.
  */
-import { Clock, Deferred, Duration, Effect, Option } from "effect"
+import { Clock, Deferred, Duration, Effect, Exit, Option } from "effect"
+import { leaseExpiresAt } from "../../core/lease.ts"
 import { type HandOffRank, handOffOrder } from "../../core/transitions.ts"
 
 /** The longest an attempt waits here for its key before it takes its lease (busy: it defers). */
@@ -27,17 +32,29 @@ export const GATE_WAIT_MS = 1_000
 /** How many releases of a key in a row may leave its waiters in the database asleep. */
 export const MAX_SKIPPED_HAND_OFFS = 7
 
-/** How many recently busy keys the gate remembers. */
+/** How many keys with deferrals to wake the gate remembers. */
 const MAX_CONTENDED = 1_000
+
+/** A lease a finishing holder passed straight to the waiter (core's FinishInput `transferTo`). */
+export interface PassedLease {
+  readonly name: string
+  readonly fencingToken: bigint
+  readonly expiresAt: number
+}
+
+/** What a waiting attempt is: its claim token, timeout (for its lease's expiry) and hand-off rank. */
+export type WaiterJob = HandOffRank & { readonly claimTimeout: number | null }
 
 interface Waiter {
   readonly token: string
-  readonly expiresAt: number
-  readonly rank: HandOffRank
+  readonly job: WaiterJob
+  expiresAt: number
   /** Resolved with true when its turn comes, false when a better attempt took its place. */
   readonly turn: Deferred.Deferred<boolean>
   /** A holder skipped its release's hand-off for this waiter: it must take the lease or hand off. */
   promised: boolean
+  /** The lease the promising holder passed to it, once that holder's finish did. */
+  passed: PassedLease | undefined
 }
 
 interface Entry {
@@ -71,7 +88,7 @@ interface Holder {
  */
 export type Turn =
   | { readonly _tag: "Open" }
-  | { readonly _tag: "Waited"; readonly ms: number }
+  | { readonly _tag: "Waited"; readonly ms: number; readonly lease?: PassedLease | undefined }
   | {
     readonly _tag: "Busy"
     readonly holder: string
@@ -82,31 +99,35 @@ export type Turn =
 /** The keys this worker's attempts hold, and the attempt waiting on each. */
 export interface KeyGate {
   /**
-   * Where the attempt of `token` (job `rank`) on lease `name` (with `limit` slots) stands; may
+   * Where the attempt of `token` (of `job`) on lease `name` (with `limit` slots) stands; may
    * wait (see `Turn`). Unless `Busy`, the attempt counts as a holder from then on (with the lease
    * expiry it will ask for) until `leave`, so two attempts never both find the key open here
    * while one of them is still taking the lease.
    */
-  readonly turn: (
-    name: string,
-    limit: number,
-    token: string,
-    expiresAt: number,
-    rank: HandOffRank
-  ) => Effect.Effect<Turn>
+  readonly turn: (name: string, limit: number, token: string, job: WaiterJob) => Effect.Effect<Turn>
   /** The attempt of `token` holds a slot of `name` until `expiresAt` (taken, or renewed). */
   readonly enter: (name: string, token: string, expiresAt: number) => Effect.Effect<void>
   /**
    * Whether the attempt starting on `name` should make the key's best waiter in the database due
-   * now: the key was busy here within the last `GATE_WAIT_MS`, and no attempt waits here.
+   * now: attempts of this worker deferred on the key here (`Busy`) more often than starts have
+   * woken one since, and no attempt waits here.
    */
   readonly wakeNext: (name: string) => Effect.Effect<boolean>
   /**
-   * The attempt of `token` is about to write its outcome and release its lease. True: its
-   * release should wake nobody in the database, since the attempt waiting here takes the lease
-   * next (it is promised it).
+   * The attempt of `token` is about to write its outcome and release its lease. Defined: the
+   * attempt waiting here is promised the lease next, so the finish should pass the lease to it
+   * (its claim token `owner`, until `expiresAt`) rather than release it and wake anybody in the
+   * database.
    */
-  readonly finishing: (token: string) => Effect.Effect<boolean>
+  readonly finishing: (
+    token: string
+  ) => Effect.Effect<{ readonly owner: string; readonly expiresAt: number } | undefined>
+  /**
+   * The finish of the attempt of `token` passed `lease` to the waiter it was promised to, which
+   * starts with it at its turn. False: that waiter is gone (its worker is stopping), and the
+   * caller gives the lease back for it.
+   */
+  readonly passedOn: (token: string, lease: PassedLease) => boolean
   /**
    * The attempt of `token` ended (its outcome written and its lease released, or it deferred,
    * or it was stopped): its waiter becomes a holder in its place and goes on. A lease name when
@@ -119,12 +140,13 @@ export interface KeyGate {
 export const makeKeyGate = (): KeyGate => {
   const keys = new Map<string, Entry>()
   const heldBy = new Map<string, Holder>()
-  // When each key last had an attempt wait or defer here (insertion order: oldest first).
-  const contended = new Map<string, number>()
-  const noteContended = (name: string, now: number) => {
-    contended.delete(name)
-    contended.set(name, now)
-    if (contended.size > MAX_CONTENDED) contended.delete(contended.keys().next().value!)
+  // Per key, the deferrals here (`Busy`) that no start has woken yet (insertion order: oldest first).
+  const deferredHere = new Map<string, number>()
+  const noteDeferred = (name: string) => {
+    const n = deferredHere.get(name) ?? 0
+    deferredHere.delete(name)
+    deferredHere.set(name, n + 1)
+    if (deferredHere.size > MAX_CONTENDED) deferredHere.delete(deferredHere.keys().next().value!)
   }
   const entry = (name: string): Entry => {
     let e = keys.get(name)
@@ -156,7 +178,31 @@ export const makeKeyGate = (): KeyGate => {
     if (w.promised) e.owedHandOff = true
     tidy(name, e)
   }
+  // The attempt of `token` leaves its key: the waiter, if any, holds from now (no attempt arriving
+  // meanwhile finds the key open) and is woken. A lease name when the caller should hand it off.
+  const quit = (token: string): string | undefined => {
+    const h = heldBy.get(token)
+    if (h === undefined) return undefined
+    heldBy.delete(token)
+    const e = keys.get(h.name)
+    if (e === undefined) return h.owes ? h.name : undefined
+    e.holders.delete(token)
+    e.releases++
+    if (h.finishing) e.finishingNow--
+    const waiter = e.waiter
+    const owed = e.owedHandOff || h.owes ? h.name : undefined
+    e.waiter = undefined
+    e.owedHandOff = false
+    if (waiter === undefined) {
+      tidy(h.name, e)
+      return owed
+    }
+    hold(h.name, e, waiter.token, waiter.expiresAt, waiter.promised && waiter.passed === undefined)
+    Deferred.unsafeDone(waiter.turn, Exit.succeed(true))
+    return owed
+  }
   const busy = (name: string, e: Entry): Turn => {
+    noteDeferred(name)
     const [holder, expiresAt] = [...e.holders].reduce((a, b) => (b[1] < a[1] ? b : a))
     const releases = e.releases
     const finishing = e.finishingNow > 0
@@ -167,16 +213,17 @@ export const makeKeyGate = (): KeyGate => {
       releasedMeanwhile: () => finishing || keys.get(name) !== e || e.releases !== releases
     }
   }
-  const wait = (name: string, e: Entry, token: string, expiresAt: number, rank: HandOffRank) =>
+  const wait = (name: string, e: Entry, token: string, expiresAt: number, job: WaiterJob) =>
     Effect.gen(function*() {
-      const w: Waiter = { token, expiresAt, rank, turn: yield* Deferred.make<boolean>(), promised: false }
+      const turn = yield* Deferred.make<boolean>()
+      const w: Waiter = { token, job, expiresAt, turn, promised: false, passed: undefined }
       e.waiter = w
       const started = yield* Clock.currentTimeMillis
       const waited = Effect.map(Clock.currentTimeMillis, (now) => now - started)
       const onStop = Effect.onInterrupt(() => Effect.sync(() => drop(name, e, w)))
       const woke = yield* onStop(Effect.timeoutOption(Deferred.await(w.turn), Duration.millis(GATE_WAIT_MS)))
       if (Option.isSome(woke)) {
-        return woke.value ? { _tag: "Waited", ms: yield* waited } as const : busy(name, e)
+        return woke.value ? { _tag: "Waited", ms: yield* waited, lease: w.passed } as const : busy(name, e)
       }
       // Timed out: a holder finishing for this waiter makes it wait on (its leave comes soon);
       // else it stops waiting and counts as a holder anyway, to take the lease (or defer).
@@ -187,25 +234,25 @@ export const makeKeyGate = (): KeyGate => {
         return false
       })
       if (promised) yield* onStop(Deferred.await(w.turn))
-      return { _tag: "Waited", ms: yield* waited } as const
+      return { _tag: "Waited", ms: yield* waited, lease: w.passed } as const
     })
   return {
-    turn: (name, limit, token, expiresAt, rank) =>
+    turn: (name, limit, token, job) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
+        const expiresAt = leaseExpiresAt(now, job.claimTimeout)
         const e = entry(name)
         if (e.holders.size < limit) {
           hold(name, e, token, expiresAt, false)
           return { _tag: "Open" } as const
         }
-        noteContended(name, now)
         const current = e.waiter
-        if (current === undefined) return yield* wait(name, e, token, expiresAt, rank)
+        if (current === undefined) return yield* wait(name, e, token, expiresAt, job)
         // The better of the two waits (core's hand-off order); the other defers.
-        if (current.promised || handOffOrder(rank, current.rank) >= 0) return busy(name, e)
+        if (current.promised || handOffOrder(job, current.job) >= 0) return busy(name, e)
         e.waiter = undefined
         yield* Deferred.succeed(current.turn, false)
-        return yield* wait(name, e, token, expiresAt, rank)
+        return yield* wait(name, e, token, expiresAt, job)
       }),
     enter: (name, token, expiresAt) =>
       Effect.sync(() => {
@@ -216,51 +263,44 @@ export const makeKeyGate = (): KeyGate => {
         else h.owes = false
       }),
     wakeNext: (name) =>
-      Effect.map(Clock.currentTimeMillis, (now) => {
-        const at = contended.get(name)
-        const e = keys.get(name)
-        if (at === undefined || now - at >= GATE_WAIT_MS || e === undefined) return false
-        return e.waiter === undefined
+      Effect.sync(() => {
+        const n = deferredHere.get(name) ?? 0
+        if (n === 0 || keys.get(name)?.waiter !== undefined) return false
+        if (n === 1) deferredHere.delete(name)
+        else deferredHere.set(name, n - 1)
+        return true
       }),
     finishing: (token) =>
-      Effect.sync(() => {
+      Effect.map(Clock.currentTimeMillis, (now) => {
         const h = heldBy.get(token)
         const e = h === undefined ? undefined : keys.get(h.name)
-        if (h === undefined || e === undefined || h.finishing) return false
+        if (h === undefined || e === undefined || h.finishing) return undefined
         h.finishing = true
         e.releases++
         e.finishingNow++
         // Every `MAX_SKIPPED_HAND_OFFS + 1`-th release wakes the database's best waiter anyway,
         // so jobs deferred elsewhere (another process) are not kept waiting behind this worker's.
-        if (e.waiter === undefined || e.waiter.promised || e.skipped >= MAX_SKIPPED_HAND_OFFS) {
+        const w = e.waiter
+        if (w === undefined || w.promised || e.skipped >= MAX_SKIPPED_HAND_OFFS) {
           e.skipped = 0
-          return false
+          return undefined
         }
         e.skipped++
-        e.waiter.promised = true
-        return true
+        w.promised = true
+        // Its lease, if passed on, lasts as long as one it took now would.
+        w.expiresAt = leaseExpiresAt(now, w.job.claimTimeout)
+        return { owner: w.token, expiresAt: w.expiresAt }
       }),
-    leave: (token) =>
-      Effect.suspend(() => {
-        const h = heldBy.get(token)
-        if (h === undefined) return Effect.succeed(undefined)
-        heldBy.delete(token)
-        const e = keys.get(h.name)
-        if (e === undefined) return Effect.succeed(h.owes ? h.name : undefined)
-        e.holders.delete(token)
-        e.releases++
-        if (h.finishing) e.finishingNow--
-        const waiter = e.waiter
-        const owed = e.owedHandOff || h.owes ? h.name : undefined
-        e.waiter = undefined
-        e.owedHandOff = false
-        if (waiter === undefined) {
-          tidy(h.name, e)
-          return Effect.succeed(owed)
-        }
-        // The waiter holds from now: no attempt arriving meanwhile finds the key open.
-        hold(h.name, e, waiter.token, waiter.expiresAt, waiter.promised)
-        return Effect.as(Deferred.succeed(waiter.turn, true), owed)
-      })
+    passedOn: (token, lease) => {
+      const h = heldBy.get(token)
+      const e = h === undefined ? undefined : keys.get(h.name)
+      const w = e?.waiter
+      if (w === undefined || !w.promised) return false
+      w.passed = lease
+      // It starts now, not once this attempt has recorded its result: the key is its from here.
+      if (!e!.owedHandOff && !h!.owes) quit(token)
+      return true
+    },
+    leave: (token) => Effect.sync(() => quit(token))
   }
 }

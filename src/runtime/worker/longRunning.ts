@@ -24,6 +24,7 @@ import type { JobRow } from "../../core/model.ts"
 import type { WorkerConfigError } from "../../core/errors.ts"
 import { emptyTally, type QueueTally } from "../../core/jobs.ts"
 import { JobStore } from "../../ports/JobStore.ts"
+import { Jobs } from "../Job.ts"
 import { Wakeups } from "../../ports/Wakeups.ts"
 import * as LocalWakeups from "../../adapters/localWakeups.ts"
 import * as WakeupsAdapter from "../../adapters/wakeups.ts"
@@ -38,6 +39,7 @@ import { resolveWorker, type WorkerConfig } from "./options.ts"
 import { ProcessResult, tallyOf } from "./results.ts"
 import { claimInput, reapWith } from "./turns.ts"
 import { RECHECK_AFTER_MS, runClaimed } from "./attempt.ts"
+import { makeKeyClaims } from "./keyClaims.ts"
 import { makeKeyGate } from "./keyGate.ts"
 import { handOffNow } from "./outcome.ts"
 import { runScheduler } from "./scheduler.ts"
@@ -109,6 +111,11 @@ export const make = (
     const timer = yield* makeWatchdog()
     // The keys this worker's attempts hold, so the next run of a busy key waits for them (./keyGate.ts).
     const gate = makeKeyGate()
+    // The jobs it has claimed per key, so a claim skips a key it already has enough of (./keyClaims.ts).
+    const keyClaims = makeKeyClaims()
+    const registry = yield* Jobs
+    const limitOf = (job: JobRow) =>
+      Option.match(registry.get(job.name), { onNone: () => 1, onSome: (r) => r.type.concurrencyLimit })
 
     const touch = touchHost(store, o, config.codeVersion)
     yield* Effect.ignoreLogged(touch)
@@ -144,10 +151,15 @@ export const make = (
     // Claims up to `n` jobs: one statement, or with a host cap one job through the capped claim.
     const claimSome = (n: number): Effect.Effect<ReadonlyArray<JobRow>, SqlError> =>
       Effect.gen(function*() {
-        const input = yield* claimInput(o)
-        if ((o.hostCap ?? 0) <= 0) return yield* store.claimMany(input, n)
-        const claimed = yield* store.claim(input)
-        return claimed._tag === "Claimed" ? [claimed.job] : []
+        const input = { ...(yield* claimInput(o)), perKey: { skip: keyClaims.skip() } }
+        let rows: ReadonlyArray<JobRow>
+        if ((o.hostCap ?? 0) <= 0) rows = yield* store.claimMany(input, n)
+        else {
+          const claimed = yield* store.claim(input)
+          rows = claimed._tag === "Claimed" ? [claimed.job] : []
+        }
+        for (const job of rows) keyClaims.claimed(job, limitOf(job))
+        return rows
       })
 
     const claimer = Effect.gen(function*() {
@@ -178,8 +190,9 @@ export const make = (
         room.contended = Math.max(0, room.contended - rows.length)
         const claimedAt = yield* Clock.currentTimeMillis
         yield* Queue.offerAll(ready, rows.map((job) => ({ job, claimedAt })))
-        // Fewer than asked: nothing more is due now; wait for a wake-up signal or the poll.
-        if (rows.length < free) yield* bell.idle
+        // Fewer than asked: nothing more is due now (wait for a wake-up signal or the poll), unless
+        // the claim took a job of a key: it took one per key, so claim again (./keyClaims.ts).
+        if (rows.length < free && rows.every((job) => job.claimLease === null)) yield* bell.idle
       }
     })
 
@@ -198,6 +211,10 @@ export const make = (
         Effect.flatMap(gate.leave(job.claimToken!), (owed) => {
           running(-1)
           hands.ended(job, exit)
+          // A key the claim skipped has room again: claim its next job while this one's successor runs.
+          if (keyClaims.ended(job)) {
+            bell.ringNow()
+          }
           return owed === undefined ? Effect.void : handOffNow(owed, job.id)
         }))
         .pipe(

@@ -7,7 +7,7 @@ import { Cause, Clock, Effect, Either, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { type BackoffOptions, cutError, decideFailure } from "../../core/jobs.ts"
 import type { LostLeaseDetected } from "../../core/lostLeases.ts"
-import type { JobRow, Outcome } from "../../core/model.ts"
+import type { JobRow, LeaseTransfer, Outcome } from "../../core/model.ts"
 import { JobLeases, JobStore } from "../../ports/JobStore.ts"
 import type { LeaseLockApi } from "../../ports/LeaseLock.ts"
 import type { HeldLease } from "../Job.ts"
@@ -49,9 +49,14 @@ export interface LostLease {
 /**
  * The part of a held lease (../Job.ts `HeldLease`) that ending an attempt needs. `handOff`
  * false: the release wakes no waiter in the database, since an attempt of this worker takes the
- * lease next (./keyGate.ts).
+ * lease next (./keyGate.ts). `transferTo`: an outcome write passes the lease to that attempt
+ * instead of releasing it, and tells `passedOn` its new fencing token.
  */
-export type Held = Pick<HeldLease, "name" | "fencingToken"> & { readonly handOff?: boolean | undefined }
+export type Held = Pick<HeldLease, "name" | "fencingToken"> & {
+  readonly handOff?: boolean | undefined
+  readonly transferTo?: LeaseTransfer | undefined
+  readonly passedOn?: ((fencingToken: bigint) => Effect.Effect<void, never, JobStore | JobLeases>) | undefined
+}
 
 /**
  * The one place a lost lease is reported (docs/behaviour.md §8, "Lost"): a warning naming both
@@ -101,7 +106,16 @@ const finishAttempt = (
     const now = yield* Clock.currentTimeMillis
     const token = job.claimToken!
     const lease = held?.name
-    const finished = yield* store.finish({ id: job.id, token, now, outcome, lease, handOff: held?.handOff })
+    const finished = yield* store.finish({
+      id: job.id,
+      token,
+      now,
+      outcome,
+      lease,
+      handOff: held?.handOff,
+      transferTo: held?.transferTo
+    })
+    if (finished.transferred !== undefined && held?.passedOn !== undefined) yield* held.passedOn(finished.transferred)
     // Nothing written: fenced, unless the job was cancelled meanwhile (its row tells).
     const result = !finished.written && (yield* cancelledMeanwhile(job))
       ? ProcessResult.Cancelled({ job: jobRef(job), leaseLost: false })

@@ -130,7 +130,12 @@ export const mysql: Dialect = {
             f.id,
             new RawSql(f.handOff ? " AND @lh_released > 0" : " AND @lh_released > 0 AND 0 = 1")
           )
-        }; SELECT @lh_written AS written, @lh_released AS released, ROW_COUNT() AS woke`
+        }; SELECT @lh_written AS written, @lh_released AS released, ROW_COUNT() AS woke`,
+      // The body of one transaction (src/adapters/sql/transaction.ts `packedTransaction`): the
+      // outcome, the owner-fenced move, and the bump of the name's token counter only if it moved.
+      packedTransfer: (c, f) =>
+        c.sql`${f.outcome}; SET @lh_written = ROW_COUNT(); ${f
+          .transfer!}; SET @lh_moved = ROW_COUNT(); INSERT INTO ${c.jobLockTokens} (lockname, token) SELECT ${f.leaseName}, 1 FROM DUAL WHERE @lh_moved > 0 ON DUPLICATE KEY UPDATE token = token + 1; SELECT @lh_written AS written, @lh_moved AS released, 0 AS woke, IF(@lh_moved > 0, (SELECT token FROM ${c.jobLockTokens} WHERE lockname = ${f.leaseName}), NULL) AS transferred`
     },
     updateReports: "count",
     isolation: "readCommitted",

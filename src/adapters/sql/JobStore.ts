@@ -45,7 +45,13 @@ import { leaseStatements } from "./leaseStatements.ts"
 import { causeOf, retryReconnecting, retryTransient } from "./retry.ts"
 import { SqlList, type Statement } from "./statement.ts"
 import { isGaleraCluster } from "../mysql/galera.ts"
-import { inTransaction, lastRows, NEXT_READ_COMMITTED, readCommittedTransaction } from "./transaction.ts"
+import {
+  inTransaction,
+  lastRows,
+  NEXT_READ_COMMITTED,
+  packedTransaction,
+  readCommittedTransaction
+} from "./transaction.ts"
 
 /**
  * Rows per INSERT of `insertMany`: 15 parameters each, so a chunk stays far below every
@@ -432,8 +438,10 @@ export const make = (
     // The outcome, the release and the hand-off in one round trip where the dialect can
     // (src/adapters/sql/dialect.ts `FinishStrategy`): its row of counts, or undefined (steps).
     const packedFinish = d.finish.kind === "steps" && !isGaleraCluster(sql) ? d.finish.packed : undefined
-    // Not packed inside the caller's transaction, whose isolation its SETs cannot change.
-    // A lease passed on (`transferTo`) is never packed: the steps pass it in a transaction of its own.
+    const packedTransfer = packedFinish === undefined || d.finish.kind !== "steps" ? undefined : d.finish.packedTransfer
+    // Not packed inside the caller's transaction, whose isolation its SETs cannot change. A lease
+    // passed on (`transferTo`) is packed in a transaction of its own where the dialect can, else
+    // passed in steps.
     const finishTogether = (input: FinishInput, lease: string, inside: boolean) => {
       const to = input.transferTo
       const parts = () => ({
@@ -441,7 +449,12 @@ export const make = (
         transfer: to === undefined ? undefined : leaseSql.transfer(lease, input.token, input.now, to)
       })
       if (d.finish.kind === "oneStatement") return rows(d.finish.statement(s.context, parts()))
-      if (packedFinish === undefined || inside || to !== undefined) return undefined
+      if (packedFinish === undefined || inside) return undefined
+      if (to !== undefined) {
+        return packedTransfer === undefined
+          ? undefined
+          : Effect.map(packedTransaction(sql, packedTransfer(s.context, parts())), lastRows)
+      }
       const st = packedFinish(s.context, parts())
       return Effect.map(
         sql.unsafe(st.sql, st.params as Array<unknown>).unprepared,
@@ -513,14 +526,24 @@ export const make = (
         const moved = yield* Effect.either(patiently(
           "transfer",
           `lease ${lease}`,
-          Effect.suspend(() => (tries++,
-            transaction(Effect.gen(function*() {
+          Effect.suspend(() => {
+            tries++
+            const move = Effect.gen(function*() {
               if ((yield* changed(leaseSql.transfer(lease, input.token, input.now, to))) === 0) return undefined
               let last: ReadonlyArray<Record<string, unknown>> = []
               for (const st of leaseSql.bumpToken(lease)) last = yield* rows(st)
               return decodeToken(last[0]?.token)
-            })))
-          )
+            })
+            // A new token counts only once its bump committed (checked on a Galera cluster); a
+            // deadlock victim, rolled back whole, is sent again.
+            return retryTransient(
+              dialect,
+              "transfer",
+              readCommitted
+                ? readCommittedTransaction(sql, move, { mustCommitWrites: (token) => token !== undefined })
+                : transaction(move)
+            )
+          })
         ))
         if (Either.isLeft(moved)) {
           yield* Effect.logWarning(`lease ${lease}: passing it on failed; it will expire`, moved.left)

@@ -315,7 +315,16 @@ export type FinishStrategy =
    * deleted our row; its last statement returns one row: written, released, woke (counts), as
    * `oneStatement`'s does.
    */
-  | { readonly kind: "steps"; readonly packed?: (c: JobSqlContext, f: FinishParts) => Statement }
+  | {
+    readonly kind: "steps"
+    readonly packed?: (c: JobSqlContext, f: FinishParts) => Statement
+    /**
+     * With `packed`: the outcome and a lease passed on (`f.transfer`) with the bump of its name's
+     * token counter, as the body of one transaction sent as one multi-statement query; its last
+     * statement returns one row: written, released (moved), woke (0), transferred (the token).
+     */
+    readonly packedTransfer?: (c: JobSqlContext, f: FinishParts) => Statement
+  }
   /**
    * One statement (PostgreSQL): writes the outcome (fenced on the claim token), releases the
    * lease (owner-fenced) and, only if it did, hands off to the best waiting job and wakes

@@ -154,6 +154,30 @@ export const keyGateConformance = (adapter: AdapterName) =>
           for (const id of [second!, third!]) expect(yield* row(id)).toMatchObject({ status: "completed", attempts: 1 })
         })))
 
+    it.effect("a waiter whose key stays busy past GATE_WAIT_MS stops waiting: it finds the lease busy, defers, and runs after the hand-off", () =>
+      scenario("late", 2, ({ gates, ids: [, second], log, results }) =>
+        Effect.gen(function*() {
+          yield* eventually(Effect.map(Ref.get(log), (l) => l.length === 1))
+          yield* eventually(Effect.map(row(second!), (r) => r.status === "processing"))
+          yield* settle
+          // Still waiting just before GATE_WAIT_MS (the worker's timer may end a wait up to its
+          // 250 ms step late, never early).
+          yield* TestClock.adjust(GATE_WAIT_MS - 10)
+          yield* settle
+          expect(yield* row(second!)).toMatchObject({ status: "processing", leaseName: null })
+          yield* TestClock.adjust(260)
+          yield* eventually(Effect.map(row(second!), (r) => r.status === "pending" && r.leaseName === "key:late"))
+          yield* eventually(Effect.map(Ref.get(results), (l) => l.length === 1))
+          expect(yield* tags(results)).toEqual(["Deferred"])
+          // The holder's end hands the lease off to it in the database.
+          yield* Deferred.succeed(gates[0]!, undefined)
+          yield* eventually(Effect.map(Ref.get(log), (l) => l.includes("start 1")))
+          expect(yield* Ref.get(log)).toEqual(["start 0", "end 0", "start 1"])
+          yield* Deferred.succeed(gates[1]!, undefined)
+          yield* eventually(Effect.map(Ref.get(results), (l) => l.length === 3))
+          expect(yield* tags(results)).toEqual(["Deferred", "Completed", "Completed"])
+        })))
+
     it.effect("a better job (by priority) takes the place of a waiting one, which defers; both still run, the better first", () =>
       scenario("better", 3, ({ Job, gates, ids: [, worse], log, results }) =>
         Effect.gen(function*() {

@@ -135,24 +135,32 @@ export const retryReconnecting = <A, E>(
   Effect.flatMap(inTransaction, (inside) => {
     if (inside) return effect
     const label = `${purpose} (${detail})`
+    const lost = (e: E) => kinds.isDisconnect(causeOf(e))
     const once = Effect.tapError(
       transientLoop(kinds, purpose, label, effect, 0),
       (e) =>
-        kinds.isDisconnect(causeOf(e))
+        lost(e)
           ? Effect.logWarning(`${label}: connection lost (${(e as SqlError).message}); trying again`)
           : Effect.void
     )
-    return Effect.retry(once, { schedule: reconnectSchedule, while: (e) => kinds.isDisconnect(causeOf(e)) }).pipe(
-      Effect.tapError((e) =>
-        kinds.isDisconnect(causeOf(e))
-          ? Effect.zipRight(
-            Metric.increment(Metric.tagged(retriesExhausted, "purpose", purpose)),
-            Effect.logWarning(
-              `${label}: connection still lost after every retry (${(e as SqlError).message}); giving up`
+    // A first try that keeps its connection (nearly every one) pays for no retry schedule: only a
+    // lost connection enters it, with that first failure replayed as its first try, so the tries
+    // after it wait on the schedule as they always did.
+    return Effect.catchIf(once, lost, (first) => {
+      let replayed = false
+      const again = Effect.suspend(() => (replayed ? once : (replayed = true, Effect.fail(first))))
+      return Effect.retry(again, { schedule: reconnectSchedule, while: lost }).pipe(
+        Effect.tapError((e) =>
+          lost(e)
+            ? Effect.zipRight(
+              Metric.increment(Metric.tagged(retriesExhausted, "purpose", purpose)),
+              Effect.logWarning(
+                `${label}: connection still lost after every retry (${(e as SqlError).message}); giving up`
+              )
             )
-          )
-          : Effect.void
-      ),
-      Effect.withClock(liveClock)
-    )
+            : Effect.void
+        ),
+        Effect.withClock(liveClock)
+      )
+    })
   })

@@ -22,9 +22,10 @@
  * hand-off to its runner (`leave`); one passed the lease that does not run gives it back and
  * hands off; so no job waits on a hand-off that never comes.
  */
-import { Clock, Deferred, Duration, Effect, Exit, Option } from "effect"
+import { Clock, Deferred, Duration, Effect, Exit } from "effect"
 import { leaseExpiresAt } from "../../core/lease.ts"
 import { type HandOffRank, handOffOrder } from "../../core/transitions.ts"
+import { type Watch, watch } from "./watchdog.ts"
 
 /** The longest an attempt waits here for its key before it takes its lease (busy: it defers). */
 export const GATE_WAIT_MS = 1_000
@@ -45,12 +46,15 @@ export interface PassedLease {
 /** What a waiting attempt is: its claim token, timeout (for its lease's expiry) and hand-off rank. */
 export type WaiterJob = HandOffRank & { readonly claimTimeout: number | null }
 
+/** How a wait in the gate ends. */
+type Woke = "turn" | "displaced" | "late"
+
 interface Waiter {
   readonly token: string
   readonly job: WaiterJob
   expiresAt: number
-  /** Resolved with true when its turn comes, false when a better attempt took its place. */
-  readonly turn: Deferred.Deferred<boolean>
+  /** Resolved when its turn comes, when a better attempt takes its place, or past its wait. */
+  readonly turn: Deferred.Deferred<Woke>
   /** A holder skipped its release's hand-off for this waiter: it must take the lease or hand off. */
   promised: boolean
   /** The lease the promising holder passed to it, once that holder's finish did. */
@@ -136,8 +140,8 @@ export interface KeyGate {
   readonly leave: (token: string) => Effect.Effect<string | undefined>
 }
 
-/** A gate for one worker's attempts. */
-export const makeKeyGate = (): KeyGate => {
+/** A gate for one worker's attempts; waits are timed by `timer` (the worker's watchdog). */
+export const makeKeyGate = (timer: Watch = watch): KeyGate => {
   const keys = new Map<string, Entry>()
   const heldBy = new Map<string, Holder>()
   // Per key, the deferrals here (`Busy`) that no start has woken yet (insertion order: oldest first).
@@ -198,7 +202,7 @@ export const makeKeyGate = (): KeyGate => {
       return owed
     }
     hold(h.name, e, waiter.token, waiter.expiresAt, waiter.promised && waiter.passed === undefined)
-    Deferred.unsafeDone(waiter.turn, Exit.succeed(true))
+    Deferred.unsafeDone(waiter.turn, Exit.succeed("turn"))
     return owed
   }
   const busy = (name: string, e: Entry): Turn => {
@@ -215,26 +219,31 @@ export const makeKeyGate = (): KeyGate => {
   }
   const wait = (name: string, e: Entry, token: string, expiresAt: number, job: WaiterJob) =>
     Effect.gen(function*() {
-      const turn = yield* Deferred.make<boolean>()
+      const turn = yield* Deferred.make<Woke>()
       const w: Waiter = { token, job, expiresAt, turn, promised: false, passed: undefined }
       e.waiter = w
       const started = yield* Clock.currentTimeMillis
-      const waited = Effect.map(Clock.currentTimeMillis, (now) => now - started)
-      const onStop = Effect.onInterrupt(() => Effect.sync(() => drop(name, e, w)))
-      const woke = yield* onStop(Effect.timeoutOption(Deferred.await(w.turn), Duration.millis(GATE_WAIT_MS)))
-      if (Option.isSome(woke)) {
-        return woke.value ? { _tag: "Waited", ms: yield* waited, lease: w.passed } as const : busy(name, e)
-      }
-      // Timed out: a holder finishing for this waiter makes it wait on (its leave comes soon);
-      // else it stops waiting and counts as a holder anyway, to take the lease (or defer).
-      const promised = yield* Effect.sync(() => {
-        if (w.promised) return true
-        if (e.waiter === w) e.waiter = undefined
-        hold(name, e, token, expiresAt, false)
-        return false
-      })
-      if (promised) yield* onStop(Deferred.await(w.turn))
-      return { _tag: "Waited", ms: yield* waited, lease: w.passed } as const
+      // Past GATE_WAIT_MS it stops waiting and counts as a holder anyway, to take the lease (or
+      // defer); unless a holder finishing for it promised it the lease: then it waits on (that
+      // holder's leave comes soon). Decided in the timer's callback, in one step with the rest
+      // of the gate's state, and by the worker's shared timer (no fiber or race per wait).
+      const cancel = yield* timer(
+        Duration.millis(GATE_WAIT_MS),
+        Effect.sync(() => {
+          if (w.promised) return
+          if (e.waiter === w) e.waiter = undefined
+          hold(name, e, token, expiresAt, false)
+          Deferred.unsafeDone(w.turn, Exit.succeed("late"))
+        })
+      )
+      const woke = yield* Effect.onInterrupt(
+        Deferred.await(w.turn),
+        () => Effect.zipRight(Effect.sync(() => drop(name, e, w)), cancel)
+      )
+      if (woke !== "late") yield* cancel
+      if (woke === "displaced") return busy(name, e)
+      const ms = (yield* Clock.currentTimeMillis) - started
+      return { _tag: "Waited", ms, lease: w.passed } as const
     })
   return {
     turn: (name, limit, token, job) =>
@@ -251,7 +260,7 @@ export const makeKeyGate = (): KeyGate => {
         // The better of the two waits (core's hand-off order); the other defers.
         if (current.promised || handOffOrder(job, current.job) >= 0) return busy(name, e)
         e.waiter = undefined
-        yield* Deferred.succeed(current.turn, false)
+        yield* Deferred.succeed(current.turn, "displaced")
         return yield* wait(name, e, token, expiresAt, job)
       }),
     enter: (name, token, expiresAt) =>

@@ -110,7 +110,7 @@ export const make = (
     // One timer for every attempt's timeout (./watchdog.ts).
     const timer = yield* makeWatchdog()
     // The keys this worker's attempts hold, so the next run of a busy key waits for them (./keyGate.ts).
-    const gate = makeKeyGate()
+    const gate = makeKeyGate(timer)
     // The jobs it has claimed per key, so a claim skips a key it already has enough of (./keyClaims.ts).
     const keyClaims = makeKeyClaims()
     const registry = yield* Jobs

@@ -163,6 +163,12 @@ export interface LeaseTransfer {
   readonly owner: string
   readonly host: string
   readonly expiresAt: number
+  /**
+   * Pass it on only while no other job waits on the lease in the database asleep (pending with
+   * `lease_name`, not yet due); else release it and hand off as without `transferTo` (the waiter
+   * there is woken, and the attempt here takes the lease as usual).
+   */
+  readonly unlessWaiting?: boolean | undefined
 }
 
 /**

@@ -436,7 +436,7 @@ export const exclusiveConformance = (adapter: AdapterName) =>
         )
       }))
 
-    it.effect("a finish may pass its lease to another attempt: it owns it with a new fencing token, and no waiter is woken", () =>
+    it.effect("a finish may pass its lease to another attempt (a new fencing token, no waiter woken), or only while no job waits on it", () =>
       Effect.gen(function*() {
         const p = yield* probes
         yield* withJobs(
@@ -502,16 +502,18 @@ export const exclusiveConformance = (adapter: AdapterName) =>
             expect(again.transferred).toBeUndefined()
             expect(Option.getOrThrow(yield* lease(name)).owner).toBe(second!.claimToken)
 
-            // The new owner's own finish releases it and wakes the waiter.
-            expect(
-              yield* store.finish({
-                id: second!.id,
-                token: second!.claimToken!,
-                now: T0 + 3,
-                outcome: { _tag: "Complete" },
-                lease: name
-              })
-            ).toMatchObject({ written: true, lease: "released" })
+            // Passed on only while no job waits on it asleep: the third does, so the new owner's
+            // finish releases the lease and wakes the third instead.
+            const handedOff = yield* store.finish({
+              id: second!.id,
+              token: second!.claimToken!,
+              now: T0 + 3,
+              outcome: { _tag: "Complete" },
+              lease: name,
+              transferTo: { owner: "someone", host: "h3", expiresAt: T0 + 3 * WINDOW, unlessWaiting: true }
+            })
+            expect(handedOff).toMatchObject({ written: true, lease: "released" })
+            expect(handedOff.transferred).toBeUndefined()
             expect(yield* lease(name)).toEqual(Option.none())
             expect(yield* row(third!.id)).toMatchObject({ status: "pending", runAt: T0 + 3 })
           })

@@ -104,8 +104,11 @@ type Gen =
     readonly outcome: "Complete" | "Retry" | "Kill"
     readonly delayS: number
     readonly lease: { readonly name: string; readonly take: boolean } | undefined
-    /** The lease is passed to this attempt instead of released (FinishInput `transferTo`). */
-    readonly transfer?: TokenPick | undefined
+    /**
+     * The lease is passed to this attempt instead of released (FinishInput `transferTo`), with
+     * `unlessWaiting` or not.
+     */
+    readonly transfer?: { readonly token: TokenPick; readonly unlessWaiting: boolean } | undefined
   }
   | { readonly kind: "acquire"; readonly lease: string; readonly token: TokenPick; readonly ttlMs: number }
   | {
@@ -203,7 +206,7 @@ const genStep: fc.Arbitrary<Gen> = fc.oneof(
       outcome: fc.constantFrom("Complete" as const, "Retry" as const, "Kill" as const),
       delayS: fc.constantFrom(0, 4, 60),
       lease: fc.option(fc.record({ name: lease, take: fc.constantFrom(true, true, true, false) }), { nil: undefined }),
-      transfer: fc.option(tokenPick, { nil: undefined, freq: 3 })
+      transfer: fc.option(fc.record({ token: tokenPick, unlessWaiting: fc.boolean() }), { nil: undefined, freq: 3 })
     })
   },
   {
@@ -416,7 +419,12 @@ const resolve = (model: Stores, g: Gen, i: number, now: number, ids: Array<strin
           : undefined
         const transferTo = g.transfer === undefined
           ? undefined
-          : { owner: yield* token(undefined, g.transfer), host: "h2", expiresAt: leaseExpiresAt(now, claimTimeout) }
+          : {
+            owner: yield* token(undefined, g.transfer.token),
+            host: "h2",
+            expiresAt: leaseExpiresAt(now, claimTimeout),
+            unlessWaiting: g.transfer.unlessWaiting
+          }
         return {
           op: "finish",
           acquire,

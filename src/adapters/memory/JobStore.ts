@@ -159,14 +159,22 @@ export const makeMemoryJobStore = (
     })
 
   // Our lease passed to `to` and its name's token bumped, in one atomic update of both tables
-  // (as ./LeaseLock.ts acquires): the new token, or undefined when the lease is not ours.
-  const transferLease = (lease: string, token: string, now: number, to: LeaseTransfer) =>
+  // (as ./LeaseLock.ts acquires): the new token, or undefined when it did not move (not ours,
+  // or, with `to.unlessWaiting`, a job other than `exceptId` waits on it asleep).
+  const transferLease = (lease: string, token: string, now: number, to: LeaseTransfer, exceptId: string) =>
     Effect.flatten(Ref.modify(db.tables, (all): [Effect.Effect<bigint | undefined, SqlError>, MemoryTables] => {
       const locks = all.get(tables.jobLocks) as ReadonlyMap<string, LeaseRow> | undefined
       const counters = all.get(tokensTable(tables.jobLocks)) as ReadonlyMap<string, bigint> | undefined
+      const jobs = all.get(tables.jobs) as ReadonlyMap<string, JobRow> | undefined
       if (locks === undefined) return [Effect.fail(noSuchTable(tables.jobLocks)), all]
       if (counters === undefined) return [Effect.fail(noSuchTable(tokensTable(tables.jobLocks))), all]
+      if (jobs === undefined) return [Effect.fail(noSuchTable(tables.jobs)), all]
       if (locks.get(lease)?.owner !== token) return [Effect.succeed(undefined), all]
+      if (to.unlessWaiting === true) {
+        for (const r of jobs.values()) {
+          if (isWaiting(r, lease, exceptId) && r.runAt > now) return [Effect.succeed(undefined), all]
+        }
+      }
       const next = (counters.get(lease) ?? 0n) + 1n
       const row: LeaseRow = { name: lease, owner: to.owner, host: to.host, acquiredAt: now, expiresAt: to.expiresAt }
       return [
@@ -234,10 +242,10 @@ export const makeMemoryJobStore = (
           return { written, lease: "none" as const }
         }
         if (input.transferTo !== undefined) {
-          const transferred = yield* transferLease(lease, input.token, input.now, input.transferTo)
-          return transferred === undefined
-            ? { written, lease: "lost" as const }
-            : { written, lease: "released" as const, transferred }
+          const transferred = yield* transferLease(lease, input.token, input.now, input.transferTo, input.id)
+          if (transferred !== undefined) {
+            return { written, lease: "released" as const, transferred }
+          }
         }
         const released = yield* releaseLease(lease, input.token)
         if (released && input.handOff !== false) {

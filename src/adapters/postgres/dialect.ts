@@ -174,21 +174,25 @@ SELECT ${JOB_COLUMNS}, b.token AS lease_token, t.expiresat AS lease_expires FROM
       kind: "oneStatement",
       // The outcome, the release and the hand-off in one round trip and one transaction. The
       // hand-off runs only if the release deleted our row; the waiter woken is notified on commit.
-      // Passing the lease on instead (`f.transfer`): moved, and the name's token bumped, in the
-      // same statement; `released` counts the move.
-      statement: ({ sql, jobs, jobLocks, jobLockTokens }, f) =>
-        f.transfer !== undefined
-          ? sql`WITH done AS (${f.outcome} RETURNING id),
-moved AS (${f.transfer} RETURNING lockname),
-bumped AS (${bumpTokens(jobLockTokens, sql`SELECT lockname, 1 FROM moved`, "token")})
-SELECT (SELECT COUNT(*) FROM done) AS written, (SELECT COUNT(*) FROM moved) AS released, 0 AS woke, (SELECT token FROM bumped) AS transferred`
-          : sql`WITH done AS (${f.outcome} RETURNING id),
-released AS (DELETE FROM ${jobLocks} WHERE lockname = ${f.leaseName} AND lockowner = ${f.owner} RETURNING lockname),
+      // Passing the lease on (`f.transfer`): moved, and the name's token bumped, in the same
+      // statement; if it did not move (a job waits on it asleep, FinishInput `unlessWaiting`),
+      // released and handed off as usual. `released` counts either, `transferred` is the token.
+      statement: ({ sql, jobs, jobLocks, jobLockTokens }, f) => {
+        const moving = f.transfer === undefined ? sql`` : sql`moved AS (${f.transfer} RETURNING lockname),
+bumped AS (${bumpTokens(jobLockTokens, sql`SELECT lockname, 1 FROM moved`, "token")}),
+`
+        const notMoved = f.transfer === undefined ? sql`` : sql` AND NOT EXISTS (SELECT 1 FROM moved)`
+        const counts = f.transfer === undefined
+          ? sql`(SELECT COUNT(*) FROM released) AS released`
+          : sql`(SELECT COUNT(*) FROM released) + (SELECT COUNT(*) FROM moved) AS released, (SELECT token FROM bumped) AS transferred`
+        return sql`WITH done AS (${f.outcome} RETURNING id),
+${moving}released AS (DELETE FROM ${jobLocks} WHERE lockname = ${f.leaseName} AND lockowner = ${f.owner}${notMoved} RETURNING lockname),
 woke AS (UPDATE ${jobs} SET run_at = LEAST(run_at, ${f.now}) WHERE id = (SELECT id FROM ${jobs} WHERE lease_name = ${f.leaseName} AND status = 'pending' AND id <> ${f.id} AND EXISTS (SELECT 1 FROM released)${new RawSql(
-            f.handOff ? "" : " AND FALSE"
-          )} ORDER BY priority DESC, created_at ASC, id ASC LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id),
+          f.handOff ? "" : " AND FALSE"
+        )} ORDER BY priority DESC, created_at ASC, id ASC LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id),
 rung AS (SELECT pg_notify(${f.channel}, ${f.leaseName}) FROM woke)
-SELECT (SELECT COUNT(*) FROM done) AS written, (SELECT COUNT(*) FROM released) AS released, (SELECT COUNT(*) FROM rung) AS woke`,
+SELECT (SELECT COUNT(*) FROM done) AS written, ${counts}, (SELECT COUNT(*) FROM rung) AS woke`
+      },
       // Several leased completions in one statement. Every part reads the statement's snapshot,
       // where the attempts completed here are still processing: never their own waiters.
       completeLeased: ({ sql, jobLocks }, p) =>

@@ -446,12 +446,12 @@ export const make = (
       const to = input.transferTo
       const parts = () => ({
         ...s.finishParts(input.id, input.token, input.now, input.outcome, lease, input.handOff !== false),
-        transfer: to === undefined ? undefined : leaseSql.transfer(lease, input.token, input.now, to)
+        transfer: to === undefined ? undefined : s.transferLease(lease, input.token, input.now, to, input.id)
       })
       if (d.finish.kind === "oneStatement") return rows(d.finish.statement(s.context, parts()))
       if (packedFinish === undefined || inside) return undefined
       if (to !== undefined) {
-        return packedTransfer === undefined
+        return packedTransfer === undefined || to.unlessWaiting === true
           ? undefined
           : Effect.map(packedTransaction(sql, packedTransfer(s.context, parts())), lastRows)
       }
@@ -493,7 +493,10 @@ export const make = (
         const written = yield* confirm(input, n > 0, tries > 1)
         if (lease === undefined) return { written, lease: "none" }
         tries = 0
-        if (input.transferTo !== undefined) return yield* transferLease(input, written, lease, input.transferTo)
+        if (input.transferTo !== undefined) {
+          const passed = yield* transferLease(input, written, lease, input.transferTo)
+          if (passed !== undefined) return passed
+        }
         // Where the release reports whether anyone waits, the hand-off is sent only then. A job
         // that defers after the release looks at the lease again itself (src/runtime/worker/attempt.ts).
         const release = d.updateReports === "rows"
@@ -529,7 +532,7 @@ export const make = (
           Effect.suspend(() => {
             tries++
             const move = Effect.gen(function*() {
-              if ((yield* changed(leaseSql.transfer(lease, input.token, input.now, to))) === 0) return undefined
+              if ((yield* changed(s.transferLease(lease, input.token, input.now, to, input.id))) === 0) return undefined
               let last: ReadonlyArray<Record<string, unknown>> = []
               for (const st of leaseSql.bumpToken(lease)) last = yield* rows(st)
               return decodeToken(last[0]?.token)
@@ -552,6 +555,9 @@ export const make = (
         if (moved.right !== undefined) {
           return { written, lease: "released", transferred: moved.right } satisfies Finished
         }
+        // Not moved: a job waits on it asleep (`unlessWaiting`), so the caller releases and hands
+        // off as usual (which also tells a lease no longer ours); or it is not ours.
+        if (to.unlessWaiting === true) return undefined
         return { written, lease: tries > 1 ? yield* lostAfterRetry(input, lease) : "lost" } satisfies Finished
       })
 

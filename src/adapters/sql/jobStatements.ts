@@ -11,6 +11,7 @@ import type {
   DeadJobFilter,
   JobFilter,
   JobRow,
+  LeaseTransfer,
   NewJob,
   Outcome
 } from "../../core/model.ts"
@@ -210,6 +211,17 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
     ensureHost: (host: string, now: number) => d.ensureHost(c, host, now),
     outcome,
     /** Releases an attempt's job lease (owner-fenced). */
+    /**
+     * Passes our own lease (owner-fenced) to `to.owner` from `now` until `to.expiresAt`; with
+     * `to.unlessWaiting`, only while no job other than `exceptId` waits on it asleep (core's
+     * FinishInput `transferTo`).
+     */
+    transferLease: (leaseName: string, owner: string, now: number, to: LeaseTransfer, exceptId: string) =>
+      sql`UPDATE ${jobLocks} SET lockowner = ${to.owner}, lockhost = ${to.host}, acquiredat = ${now}, expiresat = ${to.expiresAt} WHERE lockname = ${leaseName} AND lockowner = ${owner}${
+        to.unlessWaiting === true
+          ? sql` AND NOT EXISTS (SELECT 1 FROM ${jobs} WHERE lease_name = ${leaseName} AND status = 'pending' AND run_at > ${now} AND id <> ${exceptId})`
+          : empty
+      }`,
     releaseLease: (leaseName: string, owner: string) =>
       sql`DELETE FROM ${jobLocks} WHERE lockname = ${leaseName} AND lockowner = ${owner}`,
     /**

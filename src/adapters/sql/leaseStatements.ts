@@ -1,6 +1,5 @@
 /** The lease-table statements (docs/behaviour.md §2) shared by every dialect. */
 import type { LeaseRow } from "../../core/lease.ts"
-import type { LeaseTransfer } from "../../core/model.ts"
 import { tokensTable } from "../../core/tables.ts"
 import type { LeaseDialect } from "./dialect.ts"
 import { checkIdentifier, RawSql, type Statement, sqlFor, type Syntax } from "./statement.ts"
@@ -25,8 +24,6 @@ export interface LeaseStatements {
   /** Takes over the lease only where it expired strictly before `now`. */
   readonly takeOver: (row: LeaseRow) => Statement
   readonly renew: (name: string, owner: string, expiresAt: number) => Statement
-  /** Passes our own lease (owner-fenced) to `to.owner` from `now` until `to.expiresAt`. */
-  readonly transfer: (name: string, owner: string, now: number, to: LeaseTransfer) => Statement
   /** Deletes our own lease; with `expiredBefore`, only if it also expired before then. */
   readonly release: (name: string, owner: string, expiredBefore?: number) => Statement
   /** Every row, ordered by name. */
@@ -58,8 +55,6 @@ export const leaseStatements = (syntax: Syntax, dialect: LeaseDialect, tableName
       sql`UPDATE ${t} SET lockowner = ${row.owner}, lockhost = ${row.host}, acquiredat = ${row.acquiredAt}, expiresat = ${row.expiresAt} WHERE lockname = ${row.name} AND expiresat < ${row.acquiredAt}`,
     renew: (name, owner, expiresAt) =>
       sql`UPDATE ${t} SET expiresat = ${expiresAt} WHERE lockname = ${name} AND lockowner = ${owner}`,
-    transfer: (name, owner, now, to) =>
-      sql`UPDATE ${t} SET lockowner = ${to.owner}, lockhost = ${to.host}, acquiredat = ${now}, expiresat = ${to.expiresAt} WHERE lockname = ${name} AND lockowner = ${owner}`,
     release: (name, owner, expiredBefore) =>
       expiredBefore === undefined
         ? sql`DELETE FROM ${t} WHERE lockname = ${name} AND lockowner = ${owner}`

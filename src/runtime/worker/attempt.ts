@@ -349,11 +349,19 @@ const runAttempt = (
     // then wakes no waiter in the database.
     // The write then passes the lease straight to it, and it starts without taking the lease.
     const next = gate !== undefined && held !== undefined && !timedOut ? yield* gate.finishing(token) : undefined
+    let handedOff = false
     const release: Held | undefined = timedOut || held === undefined ? undefined : {
       ...held,
       handOff: next === undefined,
-      transferTo: next === undefined ? undefined : { owner: next.owner, host: o.host, expiresAt: next.expiresAt },
+      transferTo: next === undefined
+        ? undefined
+        : { owner: next.owner, host: o.host, expiresAt: next.expiresAt, unlessWaiting: next.unlessWaiting },
       passedOn: next === undefined || gate === undefined ? undefined : (fencingToken) => {
+        if (fencingToken === undefined) {
+          handedOff = true
+          gate.passedOn(token, undefined)
+          return Effect.void
+        }
         const lease = { name: held!.name, fencingToken, expiresAt: next.expiresAt }
         // Its waiter is gone (the worker is stopping): the lease is given back for it.
         // It runs first: this attempt's own bookkeeping can wait.
@@ -378,7 +386,9 @@ const runAttempt = (
     }
 
     // Jobs wait on the key's own name; the store handed off to the released slot's name only.
-    if (release !== undefined && release.handOff && release.name !== leaseName && leaseName !== undefined) {
+    if (
+      release !== undefined && (release.handOff || handedOff) && release.name !== leaseName && leaseName !== undefined
+    ) {
       yield* handOffNow(leaseName)
     }
 

@@ -125,13 +125,16 @@ export interface KeyGate {
    */
   readonly finishing: (
     token: string
-  ) => Effect.Effect<{ readonly owner: string; readonly expiresAt: number } | undefined>
+  ) => Effect.Effect<
+    { readonly owner: string; readonly expiresAt: number; readonly unlessWaiting: boolean } | undefined
+  >
   /**
    * The finish of the attempt of `token` passed `lease` to the waiter it was promised to, which
-   * starts with it at its turn. False: that waiter is gone (its worker is stopping), and the
-   * caller gives the lease back for it.
+   * starts with it at once. False: that waiter is gone (its worker is stopping), and the caller
+   * gives the lease back for it. Undefined: the finish released the lease and handed it off
+   * instead (`unlessWaiting`: a job waited on it in the database); the waiter takes it as usual.
    */
-  readonly passedOn: (token: string, lease: PassedLease) => boolean
+  readonly passedOn: (token: string, lease: PassedLease | undefined) => boolean
   /**
    * The attempt of `token` ended (its outcome written and its lease released, or it deferred,
    * or it was stopped): its waiter becomes a holder in its place and goes on. A lease name when
@@ -287,24 +290,31 @@ export const makeKeyGate = (timer: Watch = watch): KeyGate => {
         h.finishing = true
         e.releases++
         e.finishingNow++
-        // Every `MAX_SKIPPED_HAND_OFFS + 1`-th release wakes the database's best waiter anyway,
-        // so jobs deferred elsewhere (another process) are not kept waiting behind this worker's.
         const w = e.waiter
-        if (w === undefined || w.promised || e.skipped >= MAX_SKIPPED_HAND_OFFS) {
+        if (w === undefined || w.promised) {
           e.skipped = 0
           return undefined
         }
-        e.skipped++
+        // Every `MAX_SKIPPED_HAND_OFFS + 1`-th release passes the lease on only if no job waits
+        // on it asleep in the database (deferred elsewhere, by another process): else it wakes
+        // that one, so jobs deferred elsewhere are not kept waiting behind this worker's.
+        const unlessWaiting = e.skipped >= MAX_SKIPPED_HAND_OFFS
+        e.skipped = unlessWaiting ? 0 : e.skipped + 1
         w.promised = true
         // Its lease, if passed on, lasts as long as one it took now would.
         w.expiresAt = leaseExpiresAt(now, w.job.claimTimeout)
-        return { owner: w.token, expiresAt: w.expiresAt }
+        return { owner: w.token, expiresAt: w.expiresAt, unlessWaiting }
       }),
     passedOn: (token, lease) => {
       const h = heldBy.get(token)
       const e = h === undefined ? undefined : keys.get(h.name)
       const w = e?.waiter
-      if (w === undefined || !w.promised) return false
+      if (w === undefined || !w.promised) return lease === undefined
+      if (lease === undefined) {
+        // Released and handed off instead: the waiter takes the lease as usual, and owes nothing.
+        w.promised = false
+        return true
+      }
       w.passed = lease
       // It starts now, not once this attempt has recorded its result: the key is its from here.
       if (!e!.owedHandOff && !h!.owes) quit(token)

@@ -50,12 +50,15 @@ export interface LostLease {
  * The part of a held lease (../Job.ts `HeldLease`) that ending an attempt needs. `handOff`
  * false: the release wakes no waiter in the database, since an attempt of this worker takes the
  * lease next (./keyGate.ts). `transferTo`: an outcome write passes the lease to that attempt
- * instead of releasing it, and tells `passedOn` its new fencing token.
+ * instead of releasing it, and tells `passedOn` its new fencing token (undefined: with
+ * `unlessWaiting`, it released and handed off instead, a job waiting on it in the database).
  */
 export type Held = Pick<HeldLease, "name" | "fencingToken"> & {
   readonly handOff?: boolean | undefined
   readonly transferTo?: LeaseTransfer | undefined
-  readonly passedOn?: ((fencingToken: bigint) => Effect.Effect<void, never, JobStore | JobLeases>) | undefined
+  readonly passedOn?:
+    | ((fencingToken: bigint | undefined) => Effect.Effect<void, never, JobStore | JobLeases>)
+    | undefined
 }
 
 /**
@@ -112,10 +115,12 @@ const finishAttempt = (
       now,
       outcome,
       lease,
-      handOff: held?.handOff,
+      // A lease that may not be passed on (a job waits on it) is handed off.
+      handOff: held?.transferTo?.unlessWaiting === true ? true : held?.handOff,
       transferTo: held?.transferTo
     })
-    if (finished.transferred !== undefined && held?.passedOn !== undefined) yield* held.passedOn(finished.transferred)
+    // Passed on; or released and handed off instead (a job waited on it in the database).
+    if (held?.passedOn !== undefined && finished.lease === "released") yield* held.passedOn(finished.transferred)
     // Nothing written: fenced, unless the job was cancelled meanwhile (its row tells).
     const result = !finished.written && (yield* cancelledMeanwhile(job))
       ? ProcessResult.Cancelled({ job: jobRef(job), leaseLost: false })

@@ -345,9 +345,9 @@ const runAttempt = (
 
     // Record the outcome, fenced on the claim token. The lease goes with it, except after a
     // timeout: perform may still be running, so the lease is left to expire.
-    // An attempt of this worker waiting for the lease takes it next (./keyGate.ts): the release
-    // then wakes no waiter in the database.
-    // The write then passes the lease straight to it, and it starts without taking the lease.
+    // An attempt of this worker waiting for the lease takes it next (./keyGate.ts): the write
+    // passes the lease straight to it and wakes no waiter in the database, and it starts without
+    // taking the lease (unless a job waits on it asleep, `unlessWaiting`: then the write hands off).
     const next = gate !== undefined && held !== undefined && !timedOut ? yield* gate.finishing(token) : undefined
     let handedOff = false
     const release: Held | undefined = timedOut || held === undefined ? undefined : {
@@ -363,8 +363,8 @@ const runAttempt = (
           return Effect.void
         }
         const lease = { name: held!.name, fencingToken, expiresAt: next.expiresAt }
-        // Its waiter is gone (the worker is stopping): the lease is given back for it.
-        // It runs first: this attempt's own bookkeeping can wait.
+        // It runs first: this attempt's own bookkeeping can wait. Its waiter gone (the worker is
+        // stopping), the lease is given back for it.
         return gate.passedOn(token, lease)
           ? Effect.yieldNow()
           : Effect.asVoid(giveBackLease({ ...job, claimToken: next.owner }, lease.name))

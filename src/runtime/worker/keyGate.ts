@@ -3,12 +3,13 @@
  * busy key in one worker"). When attempts of this worker hold every slot of a key, the lease is
  * busy without asking the database:
  * - one other attempt of the key (the best by hand-off order) waits here, at most
- *   `GATE_WAIT_MS`, for one of them to end. The holder that ends first is promised to it (but
- *   never more than `MAX_SKIPPED_HAND_OFFS` holders in a row): its outcome write passes the
- *   lease straight to the waiter, with a new fencing token, and wakes no waiter in the database,
- *   so the key's next run starts one round trip after the last one ended (issue 13's hot key).
- *   The waiter starts as soon as the write returns (`passedOn`). A waiter not passed the lease
- *   (its wait timed out, or the write did not pass it) takes it as usual;
+ *   `GATE_WAIT_MS`, for one of them to end. The holder that ends first is promised to it: its
+ *   outcome write passes the lease straight to the waiter, with a new fencing token, and wakes
+ *   no waiter in the database, so the key's next run starts one round trip after the last one
+ *   ended (issue 13's hot key). Every `MAX_SKIPPED_HAND_OFFS + 1`-th holder in a row passes it
+ *   only if no job waits on the key in the database asleep (else it releases and hands off to
+ *   that one). The waiter starts as soon as the write returns (`passedOn`). A waiter not passed
+ *   the lease (its wait timed out, or the write did not pass it) takes it as usual;
  * - any other attempt defers at once, by the holder's expiry, without reading the lease. The
  *   worker's claim rarely brings one (./keyClaims.ts): only a job better than the one waiting,
  *   which takes its place (the other defers);
@@ -30,7 +31,10 @@ import { type Watch, watch } from "./watchdog.ts"
 /** The longest an attempt waits here for its key before it takes its lease (busy: it defers). */
 export const GATE_WAIT_MS = 1_000
 
-/** How many releases of a key in a row may leave its waiters in the database asleep. */
+/**
+ * How many holders of a key in a row pass the lease on here whatever waits for it in the
+ * database; the next one does only if no job waits there asleep.
+ */
 export const MAX_SKIPPED_HAND_OFFS = 7
 
 /** How many keys with deferrals to wake the gate remembers. */
@@ -121,7 +125,7 @@ export interface KeyGate {
    * The attempt of `token` is about to write its outcome and release its lease. Defined: the
    * attempt waiting here is promised the lease next, so the finish should pass the lease to it
    * (its claim token `owner`, until `expiresAt`) rather than release it and wake anybody in the
-   * database.
+   * database; with `unlessWaiting`, only if no job waits on it in the database asleep.
    */
   readonly finishing: (
     token: string

@@ -40,6 +40,10 @@ export interface LeaseOptions<P = unknown> {
 const isBlank = (s: string | null | undefined): s is null | undefined | "" =>
   s === undefined || s === null || s.trim() === ""
 
+/** Whether jobs of a type with these options may take a lease (some payload may give a key). */
+export const mayTakeLease = (options: LeaseOptions<never>): boolean =>
+  options.exclusive === true || !isBlank(options.concurrencyKey) || options.concurrencyKeyFor !== undefined
+
 /**
  * Fits `prefix + key` into the lock table: used as is when it fits in 100 characters,
  * otherwise `prefix + sha256(key)` in lowercase hex (prefix + 64 characters).

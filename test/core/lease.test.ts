@@ -21,7 +21,8 @@ import {
   type LeaseOptions,
   leaseWindowMs,
   leaseWindowSeconds,
-  mayAcquire
+  mayAcquire,
+  mayTakeLease
 } from "../../src/core/lease.ts"
 import { applyClaim, applyHeartbeat, applyOutcome, newJobRow } from "../../src/core/transitions.ts"
 
@@ -172,6 +173,20 @@ describe("§3 Name: the function's key, else the static key (key:<key>); else ex
         }
       )
     ))
+
+  it("a type whose jobs may take a lease is one that names one for some payload (mayTakeLease)", () =>
+    fc.assert(fc.property(
+      fc.boolean(),
+      fc.oneof(fc.constant(undefined), blanks, solidKeys),
+      fc.oneof(fc.constant(undefined), blanks, solidKeys),
+      fc.option(fc.boolean(), { nil: undefined }),
+      (hasFunction, fromFunction, staticKey, exclusive) => {
+        const options = optionsOf({ hasFunction, fromFunction, staticKey, exclusive })
+        const names = leaseNameFor("t", options, {}) !== undefined
+        // A key function may name a lease for another payload even when it gives none for this one.
+        expect(mayTakeLease(options)).toBe(names || hasFunction)
+      }
+    )))
 
   it("the function is asked with the job's own payload", () =>
     fc.assert(fc.property(fc.record({ accountId: solidKeys }), (payload) => {

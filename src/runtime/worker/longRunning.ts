@@ -23,6 +23,7 @@ import {
 import type { JobRow } from "../../core/model.ts"
 import type { WorkerConfigError } from "../../core/errors.ts"
 import { emptyTally, type QueueTally } from "../../core/jobs.ts"
+import { mayTakeLease } from "../../core/lease.ts"
 import { JobStore } from "../../ports/JobStore.ts"
 import { Jobs } from "../Job.ts"
 import { Wakeups } from "../../ports/Wakeups.ts"
@@ -116,6 +117,8 @@ export const make = (
     const registry = yield* Jobs
     const limitOf = (job: JobRow) =>
       Option.match(registry.get(job.name), { onNone: () => 1, onSome: (r) => r.type.concurrencyLimit })
+    // Only a worker with job types that take leases claims by key: that claim is a dearer statement.
+    const byKey = registry.names.some((name) => Option.exists(registry.get(name), (r) => mayTakeLease(r.type.lease)))
 
     const touch = touchHost(store, o, config.codeVersion)
     yield* Effect.ignoreLogged(touch)
@@ -151,7 +154,7 @@ export const make = (
     // Claims up to `n` jobs: one statement, or with a host cap one job through the capped claim.
     const claimSome = (n: number): Effect.Effect<ReadonlyArray<JobRow>, SqlError> =>
       Effect.gen(function*() {
-        const input = { ...(yield* claimInput(o)), perKey: { skip: keyClaims.skip() } }
+        const input = byKey ? { ...(yield* claimInput(o)), perKey: { skip: keyClaims.skip() } } : yield* claimInput(o)
         let rows: ReadonlyArray<JobRow>
         if ((o.hostCap ?? 0) <= 0) rows = yield* store.claimMany(input, n)
         else {

@@ -521,8 +521,7 @@ export const make = (
 
     // The lease passed on instead of released (FinishInput `transferTo`): the owner-fenced move
     // and the bump of the name's token counter in one transaction, so a new owner always has a
-    // new token. A retry after a lost reply finds the lease moved already: "released", and the
-    // new owner, finding the lease its own, reads its token itself.
+    // new token.
     const transferLease = (input: FinishInput, written: boolean, lease: string, to: LeaseTransfer) =>
       Effect.gen(function*() {
         let tries = 0
@@ -554,6 +553,14 @@ export const make = (
         }
         if (moved.right !== undefined) {
           return { written, lease: "released", transferred: moved.right } satisfies Finished
+        }
+        // Sent again after a lost reply: an earlier try may have moved it, and the lease row tells
+        // (the new owner, finding the lease its own, reads its token itself).
+        if (
+          tries > 1 &&
+          Option.exists(yield* first(leaseSql.read(lease), decodeLeaseRow), (r) => r.owner === to.owner)
+        ) {
+          return { written, lease: "released" } satisfies Finished
         }
         // Not moved: a job waits on it asleep (`unlessWaiting`), so the caller releases and hands
         // off as usual (which also tells a lease no longer ours); or it is not ours.

@@ -146,7 +146,9 @@ export interface FinishInput {
   readonly lease?: string | undefined
   /**
    * False: the release wakes no job waiting on the lease, because an attempt of the same worker
-   * takes it next (src/runtime/worker/keyGate.ts). Default true.
+   * takes it next (src/runtime/worker/keyGate.ts). Default true. A release that follows a
+   * `transferTo.unlessWaiting` that could not pass the lease on hands off whatever this says
+   * (src/core/transitions.ts `finishHandsOff`).
    */
   readonly handOff?: boolean | undefined
   /**

@@ -12,6 +12,7 @@ import type {
   ClaimInput,
   ClaimState,
   DeadJobFilter,
+  FinishInput,
   JobRow,
   NewJob,
   Outcome,
@@ -274,6 +275,14 @@ export const applyReap = (row: JobRow, decision: ReapDecision, now: number): Job
       }
   }
 }
+
+/**
+ * Whether a finish that releases its lease hands off to the lease's next waiter: unless it says
+ * not to (`handOff` false: an attempt of its worker takes the lease next); and always when it
+ * was to pass the lease on only while nobody waits (`transferTo.unlessWaiting`) and could not.
+ */
+export const finishHandsOff = (input: Pick<FinishInput, "handOff" | "transferTo">): boolean =>
+  input.handOff !== false || input.transferTo?.unlessWaiting === true
 
 /**
  * Whether `row` waits on `leaseName` for a hand-off. The attempt that releases the lease is

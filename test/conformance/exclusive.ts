@@ -10,7 +10,7 @@ import { leaseWindowSeconds } from "../../src/core/lease.ts"
 import { define, enqueue, heartbeat, type HeldLease, JobContext } from "../../src/runtime/Job.ts"
 import { processNext, processQueue } from "../../src/runtime/Worker.ts"
 import { type AdapterName, layerFor, TestDatabase } from "../support/databases.ts"
-import { eventually, settle, skewed, withJobs } from "../support/jobs.ts"
+import { claimInput, eventually, settle, skewed, withJobs } from "../support/jobs.ts"
 
 const T0 = 1_791_039_632_175
 const SECOND = 1000
@@ -447,15 +447,7 @@ export const exclusiveConformance = (adapter: AdapterName) =>
             const leases = yield* JobLeases
             yield* leases.ensureTable
             for (const n of [1, 2, 3]) yield* enqueue(p.Sync, { accountId: "a1", n }, { priority: 3 - n })
-            const input = {
-              queues: undefined,
-              host: "h",
-              now: T0,
-              claimToken: "c1",
-              timeoutCap: undefined,
-              hostCap: undefined
-            }
-            const [first, second, third] = yield* store.claimMany(input, 3)
+            const [first, second, third] = yield* store.claimMany(claimInput(T0, "c1"), 3)
             const name = "key:acct-a1"
             // The claim took the first job's lease where the dialect does (PostgreSQL): then it is found ours.
             const token = Option.getOrThrow(
@@ -520,6 +512,49 @@ export const exclusiveConformance = (adapter: AdapterName) =>
         )
       }))
 
+    it.effect("a lease passed on while other leased attempts complete at the same time is still passed on", () =>
+      Effect.gen(function*() {
+        const p = yield* probes
+        yield* withJobs(
+          [p.Sync],
+          Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            const store = yield* JobStore
+            const leases = yield* JobLeases
+            yield* leases.ensureTable
+            yield* enqueue(p.Sync, { accountId: "a1", n: 1 }, { priority: 3 })
+            yield* enqueue(p.Sync, { accountId: "b1", n: 2 }, { priority: 2 })
+            yield* enqueue(p.Sync, { accountId: "a1", n: 3 }, { priority: 1 })
+            const [a, b, next] = yield* store.claimMany(claimInput(T0, "t1"), 3)
+            for (const [job, name] of [[a!, "key:acct-a1"], [b!, "key:acct-b1"]] as const) {
+              const take = { name, owner: job.claimToken!, host: "h", now: T0, expiresAt: T0 + WINDOW }
+              expect(Option.isSome(yield* leases.tryAcquireToken(take))).toBe(true)
+            }
+            const to = { owner: next!.claimToken!, host: "h", expiresAt: T0 + WINDOW, unlessWaiting: true }
+            const finish = (job: typeof a, lease: string, transferTo?: typeof to) =>
+              store.finish({
+                id: job!.id,
+                token: job!.claimToken!,
+                now: T0 + 1,
+                outcome: { _tag: "Complete" },
+                lease,
+                transferTo
+              })
+            // Sent together: concurrent leased completions share one statement where the dialect
+            // batches them (PostgreSQL); the one passing its lease on must not be among them.
+            const [passed, released] = yield* Effect.all(
+              [finish(a, "key:acct-a1", to), finish(b, "key:acct-b1")],
+              { concurrency: "unbounded" }
+            )
+            expect(passed).toMatchObject({ written: true, lease: "released" })
+            expect(passed.transferred).toBeDefined()
+            expect(Option.getOrThrow(yield* lease("key:acct-a1")).owner).toBe(next!.claimToken)
+            expect(released).toMatchObject({ written: true, lease: "released" })
+            expect(yield* lease("key:acct-b1")).toEqual(Option.none())
+          })
+        )
+      }))
+
     it.effect("a claim by key takes one job per key, best first, and skips a key's jobs up to the priority it is given", () =>
       Effect.gen(function*() {
         const p = yield* probes
@@ -535,18 +570,8 @@ export const exclusiveConformance = (adapter: AdapterName) =>
             const y1 = yield* enqueue(p.Sync, { accountId: "b1", n: 3 }, { priority: 2 })
             const y2 = yield* enqueue(p.Sync, { accountId: "b1", n: 4 }, { priority: 1 })
             const plain = [yield* enqueue(Plain, { accountId: "-" }), yield* enqueue(Plain, { accountId: "-" })]
-            const input = (
-              token: string,
-              skip: ReadonlyArray<{ readonly lease: string; readonly priority: number }>
-            ) => ({
-              queues: undefined,
-              host: "h",
-              now: T0,
-              claimToken: token,
-              timeoutCap: undefined,
-              hostCap: undefined,
-              perKey: { skip }
-            })
+            const input = (token: string, skip: ReadonlyArray<{ readonly lease: string; readonly priority: number }>) =>
+              claimInput(T0, token, { skip })
             const ids = (rows: ReadonlyArray<{ readonly id: string }>) => rows.map((r) => r.id).sort()
             // One per key (the best), and every job without a key.
             expect(ids(yield* store.claimMany(input("k1", []), 10))).toEqual(ids([x1, y1, ...plain]))
@@ -566,7 +591,7 @@ export const exclusiveConformance = (adapter: AdapterName) =>
               yield* enqueue(p.Sync, { accountId: "c1", n: 6 }),
               yield* enqueue(p.Sync, { accountId: "c1", n: 7 })
             ]
-            expect(ids(yield* store.claimMany({ ...input("k6", []), perKey: undefined }, 10))).toEqual(ids(z))
+            expect(ids(yield* store.claimMany(claimInput(T0, "k6"), 10))).toEqual(ids(z))
           })
         )
       }))

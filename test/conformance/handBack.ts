@@ -8,21 +8,13 @@ import { JobLeases, JobStore } from "../../src/JobStore.ts"
 import { define, enqueue } from "../../src/runtime/Job.ts"
 import { GATE_WAIT_MS } from "../../src/runtime/worker/keyGate.ts"
 import { type AdapterName, layerFor } from "../support/databases.ts"
-import { eventually, Ok, Payload, settle, withJobs } from "../support/jobs.ts"
+import { claimInput, eventually, Ok, Payload, settle, withJobs } from "../support/jobs.ts"
 import { startWorker } from "./worker.ts"
 
 const T0 = 1_791_039_632_175
 const SECOND = 1000
 
 const row = (id: string) => Effect.flatMap(JobStore, (s) => Effect.map(s.get(id), Option.getOrThrow))
-const claimInput = (now: number, claimToken: string) => ({
-  queues: undefined,
-  host: "h",
-  now,
-  claimToken,
-  timeoutCap: undefined,
-  hostCap: undefined
-})
 
 /**
  * A job keyed `key` whose perform says which payload started, then waits on `gate`

@@ -6,6 +6,7 @@ import { Clock, Context, Deferred, Duration, Effect, Layer, Ref, Schema } from "
 import { JobLeases, JobStore } from "../../src/JobStore.ts"
 import type { ScheduleStore } from "../../src/ports/ScheduleStore.ts"
 import { type AnyJobType, define, heartbeat, JobContext, Jobs, jobsLayer } from "../../src/runtime/Job.ts"
+import type { ClaimInput } from "../../src/core/model.ts"
 import { TestDatabase } from "./databases.ts"
 
 /** Options of `withJobs`. */
@@ -126,3 +127,17 @@ export const offsetClock = (base: Clock.Clock, offsetMs: number): Clock.Clock =>
 /** Runs `effect` as a worker whose clock is `offsetMs` ahead. */
 export const skewed = <A, E, R>(offsetMs: number, effect: Effect.Effect<A, E, R>) =>
   Effect.flatMap(Effect.clock, (base) => Effect.withClock(effect, offsetClock(base, offsetMs)))
+
+/**
+ * A store claim's input (src/core/model.ts `ClaimInput`) for host "h" at `now`, all queues, no
+ * caps; with `perKey`, a claim by key.
+ */
+export const claimInput = (now: number, claimToken: string, perKey?: ClaimInput["perKey"]): ClaimInput => ({
+  queues: undefined,
+  host: "h",
+  now,
+  claimToken,
+  timeoutCap: undefined,
+  hostCap: undefined,
+  perKey
+})

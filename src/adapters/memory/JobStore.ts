@@ -38,6 +38,7 @@ import {
   claimStateOf,
   handOffOrder,
   isWaiting,
+  finishHandsOff,
   isDue,
   keyNotSkipped,
   onePerKey,
@@ -248,7 +249,7 @@ export const makeMemoryJobStore = (
           }
         }
         const released = yield* releaseLease(lease, input.token)
-        if (released && input.handOff !== false) {
+        if (released && finishHandsOff(input)) {
           yield* handOff(lease, input.now, input.id)
         }
         return { written, lease: released ? "released" as const : "lost" as const }

@@ -22,7 +22,7 @@ import type {
   NewJob
 } from "../../core/model.ts"
 import { tableNames, tokensTable } from "../../core/tables.ts"
-import { applyClaim, claimStateOf, keyFreed, onePerKey, showsOutcome } from "../../core/transitions.ts"
+import { applyClaim, claimStateOf, finishHandsOff, keyFreed, onePerKey, showsOutcome } from "../../core/transitions.ts"
 import { type InsertResult, JobLeases, JobStore, type JobStoreApi } from "../../ports/JobStore.ts"
 import { rememberingTable } from "../jobLeases.ts"
 import { makeBatcher } from "./batching.ts"
@@ -428,8 +428,9 @@ export const make = (
         if (lease === undefined) {
           return Effect.map(completeTogether(input), (written) => ({ written, lease: "none" as const }))
         }
-        // A release that wakes nobody goes on its own: the batch statement hands off every lease.
-        return completeLeasedTogether === undefined || input.handOff === false
+        // A release that wakes nobody, or a lease passed on, goes on its own: the batch statement
+        // releases and hands off every lease.
+        return completeLeasedTogether === undefined || !finishHandsOff(input) || input.transferTo !== undefined
           ? finishAlone(input)
           : completeLeasedTogether({ ...input, lease })
       })
@@ -445,7 +446,7 @@ export const make = (
     const finishTogether = (input: FinishInput, lease: string, inside: boolean) => {
       const to = input.transferTo
       const parts = () => ({
-        ...s.finishParts(input.id, input.token, input.now, input.outcome, lease, input.handOff !== false),
+        ...s.finishParts(input.id, input.token, input.now, input.outcome, lease, finishHandsOff(input)),
         transfer: to === undefined ? undefined : s.transferLease(lease, input.token, input.now, to, input.id)
       })
       if (d.finish.kind === "oneStatement") return rows(d.finish.statement(s.context, parts()))
@@ -480,7 +481,7 @@ export const make = (
           // A packed finish sent again may have released the lease on its first try and failed
           // before its hand-off: hand off now.
           const after = yield* lostAfterRetry(input, lease)
-          if (after === "released" && d.finish.kind === "steps" && input.handOff !== false) {
+          if (after === "released" && d.finish.kind === "steps" && finishHandsOff(input)) {
             yield* Effect.ignoreLogged(handOff(lease, input.now, input.id))
           }
           return { written, lease: after }
@@ -511,7 +512,7 @@ export const make = (
           return { written, lease: "unknown" }
         }
         if (released.right.n > 0) {
-          if (released.right.waiting && input.handOff !== false) {
+          if (released.right.waiting && finishHandsOff(input)) {
             yield* Effect.ignoreLogged(handOff(lease, input.now, input.id))
           }
           return { written, lease: "released" }

@@ -422,9 +422,10 @@ export interface FinishParts {
   /** False: release only, wake no waiter (core's FinishInput `handOff`). */
   readonly handOff: boolean
   /**
-   * Instead of the release: the owner-fenced UPDATE that passes the lease on (core's FinishInput
-   * `transferTo`), without RETURNING. The statement then also bumps the name's token counter and
-   * returns the new token as `transferred`; it wakes no waiter.
+   * Before the release: the owner-fenced UPDATE that passes the lease on (core's FinishInput
+   * `transferTo`), without RETURNING. When it moved the lease the statement also bumps the name's
+   * token counter, returns the new token as `transferred`, and releases nothing; else it releases
+   * and hands off (per `handOff`) as without it.
    */
   readonly transfer?: Statement | undefined
 }

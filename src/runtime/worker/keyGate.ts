@@ -38,7 +38,7 @@ export const GATE_WAIT_MS = 1_000
 export const MAX_SKIPPED_HAND_OFFS = 7
 
 /** How many keys with deferrals to wake the gate remembers. */
-const MAX_CONTENDED = 1_000
+const MAX_DEFERRED_KEYS = 1_000
 
 /** A lease a finishing holder passed straight to the waiter (core's FinishInput `transferTo`). */
 export interface PassedLease {
@@ -157,7 +157,7 @@ export const makeKeyGate = (timer: Watch = watch): KeyGate => {
     const n = deferredHere.get(name) ?? 0
     deferredHere.delete(name)
     deferredHere.set(name, n + 1)
-    if (deferredHere.size > MAX_CONTENDED) deferredHere.delete(deferredHere.keys().next().value!)
+    if (deferredHere.size > MAX_DEFERRED_KEYS) deferredHere.delete(deferredHere.keys().next().value!)
   }
   const entry = (name: string): Entry => {
     let e = keys.get(name)

@@ -115,8 +115,7 @@ const finishAttempt = (
       now,
       outcome,
       lease,
-      // A lease that may not be passed on (a job waits on it) is handed off.
-      handOff: held?.transferTo?.unlessWaiting === true ? true : held?.handOff,
+      handOff: held?.handOff,
       transferTo: held?.transferTo
     })
     // Passed on; or released and handed off instead (a job waited on it in the database).

@@ -121,6 +121,26 @@ for (const adapter of ["postgres", "sqlite", "mysql"] as const) {
           )
           expect(plan).toContain(`${tables.jobs}_claim`)
           expect(plan).not.toMatch(/filesort/i)
+          // The claim in one round trip (one server) locks the same way, one per key or not, and
+          // reads the claimed rows back through the host's index.
+          const packed = dialect.jobs.claim.packed!
+          for (const perKey of [undefined, { skip: [] }]) {
+            const tokens = ["t", "u", "v"]
+            const claimInput = { ...input, perKey }
+            const body = packed.statement(
+              s.context,
+              s.claimParts(claimInput, 20, packed.token(s.context, tokens)),
+              "h",
+              tokens
+            )
+            const [update, readBack] = body.sql.split("; SELECT ")
+            const n = update!.split("?").length - 1
+            const updatePlan = yield* explain({ sql: update!, params: body.params.slice(0, n) })
+            expect(updatePlan).toContain(`${tables.jobs}_claim`)
+            expect(updatePlan).not.toMatch(/filesort/i)
+            const readPlan = yield* explain({ sql: `SELECT ${readBack!}`, params: body.params.slice(n) })
+            expect(readPlan).toContain(`${tables.jobs}_claimed_by_status`)
+          }
         }
 
         const ids = Array.from({ length: 10 }, (_, i) => ({ id: `job-${i * 7 + 1}`, token: `tok-${i}` }))

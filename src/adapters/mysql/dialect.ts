@@ -6,7 +6,7 @@
 import { MAX_HISTORY } from "../../core/history.ts"
 import { type Dialect, errorCode, isNetworkError, JOB_COLUMNS, type JobSqlContext, newJobRows } from "../sql/dialect.ts"
 import { NEXT_READ_COMMITTED } from "../sql/transaction.ts"
-import { literalInt, RawSql, type Syntax, sqlFor } from "../sql/statement.ts"
+import { literalInt, RawSql, SqlList, type Syntax, sqlFor } from "../sql/statement.ts"
 
 const syntax: Syntax = {
   name: "mysql",
@@ -94,7 +94,24 @@ export const mysql: Dialect = {
     claim: {
       kind: "lockThenUpdate",
       pickDue: ({ sql, jobs, claimIndex }, due, limit) =>
-        sql`SELECT ${JOB_COLUMNS} FROM ${jobs} FORCE INDEX (${claimIndex}) WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT ${limit} FOR UPDATE SKIP LOCKED`
+        sql`SELECT ${JOB_COLUMNS} FROM ${jobs} FORCE INDEX (${claimIndex}) WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
+      // The same locking read as a derived table (it locks and skips as pickDue does), numbered
+      // best first (k), one per key where asked; the UPDATE joins it by id and gives row k the
+      // k-th token. No UPDATE … RETURNING, so the rows are read back by their tokens, through
+      // the (claimed_by, status) index.
+      packed: {
+        token: ({ sql }, tokens) => sql`ELT(p.k, ${new SqlList(tokens)})`,
+        statement: ({ sql, jobs, claimIndex }, { set, due, limit, onePerKey }, host, tokens) => {
+          const window =
+            sql`SELECT id, priority, run_at, claim_lease FROM ${jobs} FORCE INDEX (${claimIndex}) WHERE ${due} ORDER BY priority DESC, run_at ASC LIMIT ${limit} FOR UPDATE SKIP LOCKED`
+          const picked = onePerKey
+            ? sql`SELECT id, priority, run_at FROM (SELECT id, priority, run_at, ROW_NUMBER() OVER (PARTITION BY claim_lease, CASE WHEN claim_lease IS NULL THEN id END ORDER BY priority DESC, run_at ASC) AS n FROM (${window}) AS w) AS o WHERE n = 1`
+            : window
+          return sql`UPDATE ${jobs} AS j JOIN (SELECT id, ROW_NUMBER() OVER (ORDER BY priority DESC, run_at ASC, id ASC) AS k FROM (${picked}) AS b) AS p ON j.id = p.id SET ${set}; SELECT ${JOB_COLUMNS} FROM ${jobs} WHERE claimed_by = ${host} AND status = 'processing' AND claim_token IN (${new SqlList(
+            tokens
+          )})`
+        }
+      }
     },
     // The host row is locked by a write that always changes it (last_seen_at moves on by at
     // least 1 ms), not by SELECT … FOR UPDATE: on a Galera cluster row locks stay on their node

@@ -204,6 +204,8 @@ export const make = (
 
     const countRunning = (host: string) => Effect.map(rows(s.countRunning(host)), (r) => int(r[0]?.n ?? 0))
 
+    // A claim in one round trip where the dialect packs it; a Galera cluster claims in steps, as it finishes.
+    const packedClaim = d.claim.kind === "lockThenUpdate" && !isGaleraCluster(sql) ? d.claim.packed : undefined
     // Up to `limit` rows in one claim, best first. A single row carries the caller's token;
     // rows of a batch each get a fresh one (made by the database where it can).
     const claimRows = (input: ClaimInput, limit: number): Effect.Effect<ReadonlyArray<JobRow>, SqlError> => {
@@ -235,7 +237,17 @@ export const make = (
               (r) => [...r].sort((a, b) => b.priority - a.priority || a.runAt - b.runAt)
             )
         }
-        case "lockThenUpdate":
+        case "lockThenUpdate": {
+          if (packedClaim !== undefined) {
+            // One round trip: lock, claim and read back (best first, as the other dialects' claims).
+            const tokens = Array.from({ length: limit }, (_, i) => (i === 0 ? input.claimToken : randomUUID()))
+            const parts = s.claimParts(input, limit, packedClaim.token(s.context, tokens))
+            return Effect.map(
+              packedTransaction(sql, packedClaim.statement(s.context, parts, input.host, tokens)),
+              (results) =>
+                lastRows(results).map(decodeJobRow).sort((a, b) => b.priority - a.priority || a.runAt - b.runAt)
+            )
+          }
           // Holding the picked rows' locks, update them by id; they end as applyClaim says.
           return transaction(Effect.gen(function*() {
             const parts = s.claimParts(input, limit)
@@ -249,6 +261,7 @@ export const make = (
             yield* changed(s.claimByIds(input, tokens))
             return picked.map((r, i) => applyClaim(r, { ...input, claimToken: tokens[i]!.token }))
           }))
+        }
       }
     }
     const claimRow = (input: ClaimInput) => Effect.map(claimRows(input, 1), (r) => Option.fromNullable(r[0]))

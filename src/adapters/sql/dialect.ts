@@ -261,6 +261,22 @@ export type ClaimStrategy =
   | {
     readonly kind: "lockThenUpdate"
     readonly pickDue: (c: JobSqlContext, due: Statement, limit: RawSql) => Statement
+    /**
+     * Where the dialect can (MySQL on one server, not a Galera cluster): the same claim as the
+     * body of one transaction sent as one multi-statement query, so a claim is one round trip.
+     * `tokens` are the claim tokens of the rows it may take, best row first (the caller's token
+     * for that one); `token(c, tokens)` is the SQL for a row's token, given to `claimParts`.
+     * The body's last statement returns the claimed rows.
+     */
+    readonly packed?: {
+      readonly token: (c: JobSqlContext, tokens: ReadonlyArray<string>) => Statement
+      readonly statement: (
+        c: JobSqlContext,
+        parts: ClaimParts,
+        host: string,
+        tokens: ReadonlyArray<string>
+      ) => Statement
+    }
   }
 
 /** How a claim under a host cap keeps the host within it. */

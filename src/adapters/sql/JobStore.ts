@@ -535,7 +535,17 @@ export const make = (
 
     // The lease passed on instead of released (FinishInput `transferTo`): the owner-fenced move
     // and the bump of the name's token counter in one transaction, so a new owner always has a
-    // new token.
+    // new token. Where the lease dialect acquires by `bumpThenUpsert` (SQLite: one writer at a
+    // time, each statement alone), the same two without a transaction, as its acquisition does:
+    // bump first, then move only while the counter still holds the bumped token. A bump whose
+    // move did not happen is a token nobody holds.
+    const bumpFirst = dialect.lease.acquire.kind === "bumpThenUpsert"
+    const bumpToken = (lease: string) =>
+      Effect.gen(function*() {
+        let last: ReadonlyArray<Record<string, unknown>> = []
+        for (const st of leaseSql.bumpToken(lease)) last = yield* rows(st)
+        return decodeToken(last[0]?.token)
+      })
     const transferLease = (input: FinishInput, written: boolean, lease: string, to: LeaseTransfer) =>
       Effect.gen(function*() {
         let tries = 0
@@ -544,11 +554,20 @@ export const make = (
           `lease ${lease}`,
           Effect.suspend(() => {
             tries++
+            if (bumpFirst) {
+              return retryTransient(
+                dialect,
+                "transfer",
+                Effect.flatMap(bumpToken(lease), (token) =>
+                  Effect.map(
+                    changed(s.transferLease(lease, input.token, input.now, to, input.id, token)),
+                    (n) => (n === 0 ? undefined : token)
+                  ))
+              )
+            }
             const move = Effect.gen(function*() {
               if ((yield* changed(s.transferLease(lease, input.token, input.now, to, input.id))) === 0) return undefined
-              let last: ReadonlyArray<Record<string, unknown>> = []
-              for (const st of leaseSql.bumpToken(lease)) last = yield* rows(st)
-              return decodeToken(last[0]?.token)
+              return yield* bumpToken(lease)
             })
             // A new token counts only once its bump committed (checked on a Galera cluster); a
             // deadlock victim, rolled back whole, is sent again.

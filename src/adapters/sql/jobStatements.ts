@@ -57,11 +57,13 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
   // Pending, due, in the worker's queues; with `perKey`, of no key it skips.
   const due = (input: ClaimInput) => {
     const skip = input.perKey?.skip ?? []
-    const keys = skip.length === 0 ?
+    const only = input.perKey?.only
+    const skipped = skip.length === 0 ?
       empty :
       sql` AND (claim_lease IS NULL OR NOT (${
         joined(skip.map((k) => sql`(claim_lease = ${k.lease} AND priority <= ${k.priority})`), " OR ")
       }))`
+    const keys = only === undefined ? skipped : sql` AND claim_lease = ${only}${skipped}`
     return input.queues === undefined
       ? sql`status = 'pending' AND run_at <= ${input.now}${keys}`
       : sql`status = 'pending' AND run_at <= ${input.now} AND queue IN (${new SqlList(input.queues)})${keys}`
@@ -214,13 +216,25 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
     /**
      * Passes our own lease (owner-fenced) to `to.owner` from `now` until `to.expiresAt`; with
      * `to.unlessWaiting`, only while no job other than `exceptId` waits on it asleep (core's
-     * FinishInput `transferTo`).
+     * FinishInput `transferTo`); with `counterHolds`, only while the name's token counter holds
+     * that token (bumped just before, outside a transaction: the lease dialect's `bumpThenUpsert`).
      */
-    transferLease: (leaseName: string, owner: string, now: number, to: LeaseTransfer, exceptId: string) =>
+    transferLease: (
+      leaseName: string,
+      owner: string,
+      now: number,
+      to: LeaseTransfer,
+      exceptId: string,
+      counterHolds?: bigint
+    ) =>
       sql`UPDATE ${jobLocks} SET lockowner = ${to.owner}, lockhost = ${to.host}, acquiredat = ${now}, expiresat = ${to.expiresAt} WHERE lockname = ${leaseName} AND lockowner = ${owner}${
         to.unlessWaiting === true
           ? sql` AND NOT EXISTS (SELECT 1 FROM ${jobs} WHERE lease_name = ${leaseName} AND status = 'pending' AND run_at > ${now} AND id <> ${exceptId})`
           : empty
+      }${
+        counterHolds === undefined
+          ? empty
+          : sql` AND (SELECT token FROM ${c.jobLockTokens} WHERE lockname = ${leaseName}) = ${counterHolds}`
       }`,
     releaseLease: (leaseName: string, owner: string) =>
       sql`DELETE FROM ${jobLocks} WHERE lockname = ${leaseName} AND lockowner = ${owner}`,

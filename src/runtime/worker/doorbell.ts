@@ -4,6 +4,8 @@
  *
  * One fiber waits on it (the claimer, ./longRunning.ts), so rings do not queue up: rings while
  * the claimer is busy leave one ring behind, which costs at most one claim that finds nothing.
+ * A nudge wakes it too, but asks for no new look at the whole queue: the claimer has a narrower
+ * claim to make (a busy key's next job, ./keyClaims.ts).
  */
 import { type Duration, Effect, Queue, Ref } from "effect"
 
@@ -13,8 +15,13 @@ export interface Doorbell {
   readonly ring: Effect.Effect<void>
   /** `ring` as a plain call, for a callback outside any fiber. */
   readonly ringNow: () => void
-  /** Waits for a ring or the poll interval. After `stop`, it returns at once. */
-  readonly idle: Effect.Effect<void>
+  /** Wakes the waiting fiber without a ring: `idle` then returns false, unless it was also rung. */
+  readonly nudge: () => void
+  /**
+   * Waits for a ring, a nudge or the poll interval. True: rung, polled or stopping (look at the
+   * queue again); false: only nudged. After `stop`, it returns at once.
+   */
+  readonly idle: Effect.Effect<boolean>
   /** Whether `stop` has been called. */
   readonly stopping: Effect.Effect<boolean>
   /** Marks the worker stopping and wakes the waiting fiber so it sees it. */
@@ -47,7 +54,13 @@ export const makeDoorbell = (poll: Duration.Duration, probe?: Probe): Effect.Eff
   Effect.gen(function*() {
     const stopping = yield* Ref.make(false)
     const bell = yield* Queue.sliding<void>(1)
-    const ring = Effect.asVoid(Queue.offer(bell, undefined))
+    // Whether a ring (not only a nudge) came since the bell was last taken.
+    let rung = false
+    const ringNow = () => {
+      rung = true
+      Queue.unsafeOffer(bell, undefined)
+    }
+    const ring = Effect.sync(ringNow)
     // The last signal read, kept across idle spells: only a change means something new (the first
     // read counts as one: a claim that finds nothing costs less than a missed job's poll).
     let last: string | null | undefined
@@ -62,13 +75,23 @@ export const makeDoorbell = (poll: Duration.Duration, probe?: Probe): Effect.Eff
         if (changed) return
       }
     })
-    // Each racer is a fiber forked per idle spell: without a probe, two.
-    const racers = [Queue.take(bell), Effect.sleep(poll), ...(probe === undefined ? [] : [probing])]
+    // Each racer is a fiber forked per idle spell: without a probe, two. The bell's says whether
+    // it was rung; the poll and a changed probe always ask for a look.
+    const racers = [
+      Effect.map(Queue.take(bell), () => {
+        const look = rung
+        rung = false
+        return look
+      }),
+      Effect.as(Effect.sleep(poll), true),
+      ...(probe === undefined ? [] : [Effect.as(probing, true)])
+    ]
     // The stop sets the flag before it rings, so a waiter that read the flag unset still wakes.
     return {
       ring,
-      ringNow: () => void Queue.unsafeOffer(bell, undefined),
-      idle: Effect.flatMap(Ref.get(stopping), (stop) => (stop ? Effect.void : Effect.raceAll(racers))),
+      ringNow,
+      nudge: () => void Queue.unsafeOffer(bell, undefined),
+      idle: Effect.flatMap(Ref.get(stopping), (stop) => stop ? Effect.succeed(true) : Effect.raceAll(racers)),
       stopping: Ref.get(stopping),
       stop: Effect.zipRight(Ref.set(stopping, true), ring)
     }

@@ -48,6 +48,9 @@ import { runScheduler } from "./scheduler.ts"
 /** How long a claimed job may wait before it is read again (defined in ./attempt.ts). */
 export { RECHECK_AFTER_MS } from "./attempt.ts"
 
+/** The shortest interval between reads of the host's drain state (docs/behaviour.md §9). */
+export const DRAIN_STATE_MIN_AGE = Duration.seconds(1)
+
 /** A claimed job in the buffer, with when it was claimed. */
 interface Buffered {
   readonly job: JobRow
@@ -133,8 +136,9 @@ export const make = (
         tally = tallyOf(tally, result)
         return config.onResult === undefined ? Effect.void : config.onResult(result)
       })
-    // Never older than the poll interval; refreshed ahead in the background (./hosts.ts).
-    const isDraining = yield* cachedDraining(store, o.host, poll)
+    // Never older than the poll interval, or a second with a shorter one (./hosts.ts): read at
+    // most once a second, since a busy claimer's reads were a statement every poll.
+    const isDraining = yield* cachedDraining(store, o.host, Duration.max(poll, DRAIN_STATE_MIN_AGE))
 
     // Claimed jobs not yet started. The claimer keeps up to `concurrency` of them ahead of the
     // runners, so a runner that ends an attempt starts the next one without waiting for a claim
@@ -151,10 +155,17 @@ export const make = (
     // What the shutdown hands back (./handBack.ts).
     const hands = makeHandBack(store, o.host)
 
-    // Claims up to `n` jobs: one statement, or with a host cap one job through the capped claim.
-    const claimSome = (n: number): Effect.Effect<ReadonlyArray<JobRow>, SqlError> =>
+    // Keys of this worker's claims that have room again (a job of theirs ended while the claim
+    // skipped them), for the claimer to claim each one's next job (./keyClaims.ts).
+    const freed = new Set<string>()
+
+    // Claims up to `n` jobs (with `only`, of that key alone): one statement, or with a host cap
+    // one job through the capped claim.
+    const claimSome = (n: number, only?: string): Effect.Effect<ReadonlyArray<JobRow>, SqlError> =>
       Effect.gen(function*() {
-        const input = byKey ? { ...(yield* claimInput(o)), perKey: { skip: keyClaims.skip() } } : yield* claimInput(o)
+        const input = byKey
+          ? { ...(yield* claimInput(o)), perKey: { skip: keyClaims.skip(), only } }
+          : yield* claimInput(o)
         let rows: ReadonlyArray<JobRow>
         if ((o.hostCap ?? 0) <= 0) rows = yield* store.claimMany(input, n)
         else {
@@ -166,17 +177,29 @@ export const make = (
       })
 
     const claimer = Effect.gen(function*() {
+      // Whether to look at the whole queue; else only the freed keys' next jobs are claimed, one
+      // statement each, until a ring or the poll (a freed key's job is all that changed).
+      let look = true
       while (!(yield* bell.stopping)) {
         if (yield* isDraining) {
           yield* bell.idle
+          look = true
+          continue
+        }
+        const key: string | undefined = look ? undefined : freed.values().next().value
+        if (!look && key === undefined) {
+          look = yield* bell.idle
           continue
         }
         const free = capacity() - room.active - room.buffered
-        if (free < (room.buffered === 0 ? 1 : batch)) {
+        if (free < (key !== undefined || room.buffered === 0 ? 1 : batch)) {
           yield* Queue.take(slotFreed)
           continue
         }
-        const rows = yield* Effect.catchAllCause(claimSome(free), (cause) =>
+        // A look at the whole queue takes freed keys' jobs too.
+        if (key === undefined) freed.clear()
+        else freed.delete(key)
+        const rows = yield* Effect.catchAllCause(claimSome(key === undefined ? free : 1, key), (cause) =>
           // A database hiccup (or the database is gone): log, wait a poll, carry on. Defects too:
           // a ROLLBACK on a broken connection dies inside @effect/sql, and a claimer that died
           // would silently stop claiming. Only an interruption ends the loop.
@@ -194,8 +217,8 @@ export const make = (
         const claimedAt = yield* Clock.currentTimeMillis
         yield* Queue.offerAll(ready, rows.map((job) => ({ job, claimedAt })))
         // Fewer than asked: nothing more is due now (wait for a wake-up signal or the poll), unless
-        // the claim took a job of a key: it took one per key, so claim again (./keyClaims.ts).
-        if (rows.length < free && rows.every((job) => job.claimLease === null)) yield* bell.idle
+        // the claim took a job of a key: it took one per key, so look again (./keyClaims.ts).
+        if (key === undefined && rows.length < free && rows.every((job) => job.claimLease === null)) look = false
       }
     })
 
@@ -216,7 +239,8 @@ export const make = (
           hands.ended(job, exit)
           // A key the claim skipped has room again: claim its next job while this one's successor runs.
           if (keyClaims.ended(job)) {
-            bell.ringNow()
+            freed.add(job.claimLease!)
+            bell.nudge()
           }
           return owed === undefined ? Effect.void : handOffNow(owed, job.id)
         }))

@@ -455,7 +455,7 @@ export const make = (
     const packedTransfer = packedFinish === undefined || d.finish.kind !== "steps" ? undefined : d.finish.packedTransfer
     // Not packed inside the caller's transaction, whose isolation its SETs cannot change. A lease
     // passed on (`transferTo`) is packed in a transaction of its own where the dialect can, else
-    // passed in steps.
+    // passed in steps; one not passed on (`unlessWaiting`: a job waits on it) is then released in steps.
     const finishTogether = (input: FinishInput, lease: string, inside: boolean) => {
       const to = input.transferTo
       const parts = () => ({
@@ -465,7 +465,7 @@ export const make = (
       if (d.finish.kind === "oneStatement") return rows(d.finish.statement(s.context, parts()))
       if (packedFinish === undefined || inside) return undefined
       if (to !== undefined) {
-        return packedTransfer === undefined || to.unlessWaiting === true
+        return packedTransfer === undefined
           ? undefined
           : Effect.map(packedTransaction(sql, packedTransfer(s.context, parts())), lastRows)
       }
@@ -490,6 +490,15 @@ export const make = (
             if (r.transferred === null || r.transferred === undefined) return { written, lease: "released" }
             return { written, lease: "released", transferred: decodeToken(r.transferred) }
           }
+          // Not passed on with `unlessWaiting`: a job waits on it asleep (or it is not ours). Still
+          // ours, it is released and handed off as in steps, which also tells a lease not ours.
+          if (
+            input.transferTo?.unlessWaiting === true &&
+            (tries === 1 ||
+              Option.exists(yield* first(leaseSql.read(lease), decodeLeaseRow), (row) => row.owner === input.token))
+          ) {
+            return yield* releaseAfter(input, written, lease)
+          }
           if (tries === 1) return { written, lease: "lost" }
           // A packed finish sent again may have released the lease on its first try and failed
           // before its hand-off: hand off now.
@@ -506,13 +515,20 @@ export const make = (
         )
         const written = yield* confirm(input, n > 0, tries > 1)
         if (lease === undefined) return { written, lease: "none" }
-        tries = 0
         if (input.transferTo !== undefined) {
           const passed = yield* transferLease(input, written, lease, input.transferTo)
           if (passed !== undefined) return passed
         }
-        // Where the release reports whether anyone waits, the hand-off is sent only then. A job
-        // that defers after the release looks at the lease again itself (src/runtime/worker/attempt.ts).
+        return yield* releaseAfter(input, written, lease)
+      })
+
+    // Our lease released after the outcome (owner-fenced). Where the release reports whether anyone
+    // waits, the hand-off is sent only then. A job that defers after the release looks at the lease
+    // again itself (src/runtime/worker/attempt.ts).
+    const releaseAfter = (input: FinishInput, written: boolean, lease: string): Effect.Effect<Finished, SqlError> =>
+      Effect.gen(function*() {
+        let tries = 0
+        const counted = <A>(effect: Effect.Effect<A, SqlError>) => Effect.suspend(() => (tries++, effect))
         const release = d.updateReports === "rows"
           ? Effect.map(rows(s.releaseLeaseReportingWaiter(lease, input.token, input.id)), (r) => ({
             n: r.length,

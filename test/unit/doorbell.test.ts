@@ -1,0 +1,49 @@
+/**
+ * The long-running worker's doorbell (src/runtime/worker/doorbell.ts): what ends its claimer's
+ * idle wait, and whether that asks for a look at the whole queue (a ring, the poll, the stop) or
+ * only wakes it for a narrower claim (a nudge: a busy key's next job, ./keyClaims.ts).
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, Fiber, TestClock } from "effect"
+import { makeDoorbell } from "../../src/runtime/worker/doorbell.ts"
+
+const POLL = Duration.seconds(1)
+
+describe("doorbell", () => {
+  it.effect("a ring ends the wait with a look; a nudge without one; both together with one", () =>
+    Effect.gen(function*() {
+      const bell = yield* makeDoorbell(POLL)
+      // Rung or nudged before the wait: the wait ends at once.
+      yield* bell.ring
+      expect(yield* bell.idle).toBe(true)
+      bell.nudge()
+      expect(yield* bell.idle).toBe(false)
+      bell.nudge()
+      bell.ringNow()
+      expect(yield* bell.idle).toBe(true)
+      // A nudge after a ring that was already taken asks for no look again.
+      bell.ringNow()
+      expect(yield* bell.idle).toBe(true)
+      bell.nudge()
+      expect(yield* bell.idle).toBe(false)
+      // During the wait.
+      const waiting = yield* Effect.fork(bell.idle)
+      yield* Effect.yieldNow()
+      bell.nudge()
+      expect(yield* Fiber.join(waiting)).toBe(false)
+    }))
+
+  it.effect("the poll interval ends the wait with a look, and after the stop the wait returns at once", () =>
+    Effect.gen(function*() {
+      const bell = yield* makeDoorbell(POLL)
+      const waiting = yield* Effect.fork(bell.idle)
+      yield* TestClock.adjust(Duration.millis(999))
+      expect(waiting.unsafePoll()).toBeNull()
+      yield* TestClock.adjust(Duration.millis(1))
+      expect(yield* Fiber.join(waiting)).toBe(true)
+      yield* bell.stop
+      expect(yield* bell.stopping).toBe(true)
+      expect(yield* bell.idle).toBe(true)
+      expect(yield* bell.idle).toBe(true)
+    }))
+})

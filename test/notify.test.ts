@@ -37,6 +37,8 @@ const completed = (id: string) =>
   )
 
 layer(Layer.merge(postgresLayer("nt"), pgClientLayer), { timeout: 60_000 })("LISTEN/NOTIFY on postgres", (it) => {
+  // An enqueue inside a transaction is not rung in its process (its rows are not visible before
+  // the commit), as another process's enqueue is not: the notification wakes the worker.
   it.effect("an enqueue wakes an idle worker whose poll interval is an hour", () =>
     TestServices.provideLive(withJobs(
       [Ok],
@@ -44,16 +46,16 @@ layer(Layer.merge(postgresLayer("nt"), pgClientLayer), { timeout: 60_000 })("LIS
         const log = yield* Ref.make<ReadonlyArray<{ id: string; n: number; attempt: number }>>([])
         const scope = yield* Scope.make()
         const worker = yield* idleWorker("listener", scope, log)
+        const sql = yield* SqlClient.SqlClient
         // the listener announces itself once connected
         yield* eventually(Effect.map(worker.stats, (s) => s.notified >= 1))
         const before = (yield* worker.stats).notified
-        const { id } = yield* enqueue(Ok, { n: 1 })
+        const { id } = yield* sql.withTransaction(enqueue(Ok, { n: 1 }))
         yield* completed(id)
         expect((yield* worker.stats).notified).toBeGreaterThan(before)
         expect((yield* Ref.get(log)).map((r) => r.id)).toEqual([id])
 
         // kill the LISTEN connection: the listener reconnects, and wake-ups work again
-        const sql = yield* SqlClient.SqlClient
         const name = listenerName((yield* JobStore).tables.channel)
         const killed = yield* sql<
           { ok: boolean }
@@ -61,8 +63,34 @@ layer(Layer.merge(postgresLayer("nt"), pgClientLayer), { timeout: 60_000 })("LIS
         expect(killed).toHaveLength(1)
         const afterKill = (yield* worker.stats).notified
         yield* eventually(Effect.map(worker.stats, (s) => s.notified > afterKill))
-        const second = yield* enqueue(Ok, { n: 2 })
+        const second = yield* sql.withTransaction(enqueue(Ok, { n: 2 }))
         yield* completed(second.id)
+        yield* Scope.close(scope, Exit.void)
+      })
+    )))
+
+  // An enqueue outside a transaction rings this process's workers itself
+  // (src/adapters/localWakeups.ts): its own notification, marked as this process's, is skipped,
+  // so the worker does not claim a second time for it and find nothing.
+  it.effect("an enqueue in the worker's own process wakes it by its ring; its own notification is skipped", () =>
+    TestServices.provideLive(withJobs(
+      [Ok],
+      Effect.gen(function*() {
+        const log = yield* Ref.make<ReadonlyArray<{ id: string; n: number; attempt: number }>>([])
+        const scope = yield* Scope.make()
+        const worker = yield* idleWorker("own", scope, log)
+        const sql = yield* SqlClient.SqlClient
+        yield* eventually(Effect.map(worker.stats, (s) => s.notified >= 1))
+        const before = (yield* worker.stats).notified
+        const own = yield* enqueue(Ok, { n: 1 })
+        yield* completed(own.id)
+        // Notifications arrive in commit order: once the next one (inside a transaction, so not
+        // this process's ring) is counted, the first would have been too.
+        const next = yield* sql.withTransaction(enqueue(Ok, { n: 2 }))
+        yield* completed(next.id)
+        yield* eventually(Effect.map(worker.stats, (s) => s.notified > before))
+        expect((yield* worker.stats).notified).toBe(before + 1)
+        expect((yield* Ref.get(log)).map((r) => r.id)).toEqual([own.id, next.id])
         yield* Scope.close(scope, Exit.void)
       })
     )))
@@ -79,7 +107,8 @@ layer(Layer.merge(postgresLayer("nt"), pgClientLayer), { timeout: 60_000 })("LIS
         const worker = yield* idleWorker("streamed", scope, log).pipe(Effect.provideService(Wakeups, { listen }))
         yield* eventually(Effect.map(worker.stats, (s) => s.notified >= 1))
         const before = (yield* worker.stats).notified
-        const { id } = yield* enqueue(Ok, { n: 1 })
+        // In a transaction: not rung in this process, so only the notification wakes the worker.
+        const { id } = yield* (yield* SqlClient.SqlClient).withTransaction(enqueue(Ok, { n: 1 }))
         yield* eventually(Effect.map(worker.stats, (s) => s.notified > before))
         yield* completed(id)
         yield* Scope.close(scope, Exit.void)

@@ -8,6 +8,19 @@
  * twice, finds nothing and goes back to sleep.
  */
 import { Effect, type Scope } from "effect"
+import { randomUUID } from "node:crypto"
+
+/**
+ * This process's mark on the notifications of its own enqueues that it also rang locally
+ * (PostgreSQL: `<mark><queue>` as the payload). Its own listener skips them: the ring already
+ * woke this process's workers, and the notification would only make each claim once more and
+ * find nothing (issue 13: two claims per enqueue in the latency run). Other processes, which
+ * see another mark, are woken as before.
+ */
+export const ORIGIN = `lh:${randomUUID().slice(0, 8)}:`
+
+/** Whether a notification payload is one of this process's own enqueues, already rung here. */
+export const isOwnRing = (payload: string | undefined): boolean => payload !== undefined && payload.startsWith(ORIGIN)
 
 const listeners = new Map<string, Set<() => void>>()
 

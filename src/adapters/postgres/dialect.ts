@@ -156,15 +156,15 @@ SELECT ${JOB_COLUMNS}, b.token AS lease_token, t.expiresat AS lease_expires FROM
     },
     wakeups: {
       kind: "notify",
-      insertNotify: (c, j, channel) =>
+      insertNotify: (c, j, channel, mark) =>
         c.sql`WITH inserted AS (${
           insert(c, j)
-        } RETURNING id, queue) SELECT id, pg_notify(${channel}, queue) FROM inserted`,
+        } RETURNING id, queue) SELECT id, pg_notify(${channel}, ${mark} || queue) FROM inserted`,
       // One notification per queue, however many rows: the scalar subquery runs once.
-      insertManyNotify: (c, jobs, channel) =>
+      insertManyNotify: (c, jobs, channel, mark) =>
         c.sql`WITH inserted AS (${
           insertMany(c, jobs)
-        }), rung AS (SELECT pg_notify(${channel}, queue) FROM inserted GROUP BY queue) SELECT id, (SELECT COUNT(*) FROM rung) AS rung FROM inserted`,
+        }), rung AS (SELECT pg_notify(${channel}, ${mark} || queue) FROM inserted GROUP BY queue) SELECT id, (SELECT COUNT(*) FROM rung) AS rung FROM inserted`,
       // SELECT pg_notify: a parameterised NOTIFY is rejected, and this form is delivered only
       // when the surrounding transaction commits.
       handOffNotify: (handOff, channel, payload) =>

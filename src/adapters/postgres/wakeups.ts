@@ -8,6 +8,7 @@
 import type { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Option, Redacted, Schedule, Stream } from "effect"
 import type { WakeupsApi } from "../../ports/Wakeups.ts"
+import { isOwnRing } from "../localWakeups.ts"
 
 /** How to reach PostgreSQL for the listening connection. */
 export interface ListenConfig {
@@ -40,7 +41,8 @@ export const listen = (config: ListenConfig, channel: string, signal?: () => voi
       client.on("error", (e) => void emit.fail(e))
       client.on("end", () => void emit.fail(new Error("LISTEN connection ended")))
       client.on("notification", (msg) => {
-        if (msg.channel !== channel) return
+        // This process's own enqueue, already rung here (src/adapters/localWakeups.ts).
+        if (msg.channel !== channel || isOwnRing(msg.payload)) return
         if (signal === undefined) void emit.single(msg.payload ?? "")
         else signal()
       })

@@ -111,6 +111,11 @@ export const make = (
     // notification goes out when its transaction commits and a rolled-back write wakes nobody.
     const wakeups = d.wakeups
 
+    // A notification's mark: an insert outside a transaction is rung in this process by its
+    // enqueue (src/runtime/Job.ts), so this process's listener skips its notification
+    // (src/adapters/localWakeups.ts `ORIGIN`); one inside a transaction is not rung here.
+    const notifyMark = Effect.map(inTransaction, (inside) => (inside ? "" : LocalWakeups.ORIGIN))
+
     // The ids a single insert wrote: its own, or none when the unique key is taken (on MySQL a
     // duplicate-key error, kept to raise should no job hold the key). PostgreSQL notifies in the
     // same statement.
@@ -118,7 +123,10 @@ export const make = (
       Effect.map(
         Effect.either(
           wakeups.kind === "notify"
-            ? Effect.map(rows(wakeups.insertNotify(s.context, job!, tables.channel)), (r) => r.length)
+            ? Effect.flatMap(
+              notifyMark,
+              (mark) => Effect.map(rows(wakeups.insertNotify(s.context, job!, tables.channel, mark)), (r) => r.length)
+            )
             : changed(s.insert(job!))
         ),
         (n) => n._tag === "Right" ? { ids: new Set(n.right > 0 ? [job!.id] : []) } : { ids: new Set(), error: n.left }
@@ -130,7 +138,10 @@ export const make = (
         ids: new Set(r.map((x) => String(x.id)))
       })
       return wakeups.kind === "notify"
-        ? Effect.map(rows(wakeups.insertManyNotify(s.context, many, tables.channel)), ids)
+        ? Effect.flatMap(
+          notifyMark,
+          (mark) => Effect.map(rows(wakeups.insertManyNotify(s.context, many, tables.channel, mark)), ids)
+        )
         : d.updateReports === "rows"
         ? Effect.map(rows(s.insertMany(many)), ids)
         : Effect.as(changed(s.insertMany(many)), ids(many.filter((j) => j.uniqueKey === j.id)))

@@ -305,13 +305,19 @@ export type WakeupStrategy =
    * LISTEN/NOTIFY (PostgreSQL): `insertNotify` inserts a job and notifies in one statement,
    * returning the id only if it inserted. Notifications go out when the transaction commits.
    * `insertManyNotify` is
-   * `insertMany` that also notifies once per queue it inserted into. `handOffNotify` is the
+   * `insertMany` that also notifies once per queue it inserted into. Their payload is `mark`
+   * followed by the queue (src/adapters/localWakeups.ts `ORIGIN`, or empty). `handOffNotify` is the
    * dialect's `handOff` that also notifies when it woke a job, returning one row with `woke`.
    */
   | {
     readonly kind: "notify"
-    readonly insertNotify: (c: JobSqlContext, job: NewJob, channel: string) => Statement
-    readonly insertManyNotify: (c: JobSqlContext, jobs: ReadonlyArray<NewJob>, channel: string) => Statement
+    readonly insertNotify: (c: JobSqlContext, job: NewJob, channel: string, mark: string) => Statement
+    readonly insertManyNotify: (
+      c: JobSqlContext,
+      jobs: ReadonlyArray<NewJob>,
+      channel: string,
+      mark: string
+    ) => Statement
     readonly handOffNotify: (handOff: Statement, channel: string, payload: string) => Statement
   }
 

@@ -53,6 +53,9 @@ export interface JobStoreApi {
   /**
    * Inserts the job, or finds the existing one with the same unique key. A key held by a
    * finished job only until it finished (src/core/transitions.ts `keyFreed`) is freed and taken.
+   * Outside a transaction, the caller rings this process's workers itself (`enqueue` does,
+   * src/adapters/localWakeups.ts): on PostgreSQL this process's listener skips the insert's
+   * notification.
    */
   readonly insert: (job: NewJob) => Effect.Effect<InsertResult, SqlError>
   /**

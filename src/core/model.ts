@@ -117,12 +117,12 @@ export interface ClaimInput {
    * A long-running worker's claim (src/runtime/worker/keyClaims.ts): at most one row per
    * `claim_lease` in one claim, and no row of a `skip` entry's lease with a priority at most its
    * `priority` (keys whose every slot this worker's jobs hold, with one more waiting: another
-   * would only be deferred, unless it is better than the one waiting). With `only`, rows of that
-   * `claim_lease` alone (the next job of a key that has room again). Undefined: no such rule.
+   * would only be deferred, unless it is better than the one waiting). With `only`, rows of those
+   * `claim_lease`s alone (the next jobs of keys that have room again). Undefined: no such rule.
    */
   readonly perKey?: {
     readonly skip: ReadonlyArray<{ readonly lease: string; readonly priority: number }>
-    readonly only?: string | undefined
+    readonly only?: ReadonlyArray<string> | undefined
   } | undefined
 }
 

@@ -75,12 +75,14 @@ export const claimOrder = (a: JobRow, b: JobRow): number =>
   b.priority - a.priority || a.runAt - b.runAt || a.createdAt - b.createdAt
 
 /**
- * Whether a claim's `perKey` rule (ClaimInput) lets it take the row: it is of the key `only`
- * names if it names one, and of no key the worker skips, or better (by priority) than the skip
+ * Whether a claim's `perKey` rule (ClaimInput) lets it take the row: it is of a key `only`
+ * names if it names any, and of no key the worker skips, or better (by priority) than the skip
  * allows.
  */
 export const keyNotSkipped = (row: Pick<JobRow, "claimLease" | "priority">, perKey: ClaimInput["perKey"]): boolean =>
-  perKey === undefined || (perKey.only === undefined || row.claimLease === perKey.only) && (row.claimLease === null ||
+  perKey === undefined ||
+  (perKey.only === undefined || (row.claimLease !== null && perKey.only.includes(row.claimLease))) &&
+    (row.claimLease === null ||
       !perKey.skip.some((s) => s.lease === row.claimLease && row.priority <= s.priority))
 
 /**

@@ -555,7 +555,7 @@ export const exclusiveConformance = (adapter: AdapterName) =>
         )
       }))
 
-    it.effect("a claim by key takes one job per key, best first, skips a key's jobs up to the priority it is given, and may take one key's alone", () =>
+    it.effect("a claim by key takes one job per key, best first, skips a key's jobs up to the priority it is given, and may take some keys' alone", () =>
       Effect.gen(function*() {
         const p = yield* probes
         const Plain = define({ name: "plain-ex", schema: Account, perform: () => Effect.void })
@@ -592,21 +592,29 @@ export const exclusiveConformance = (adapter: AdapterName) =>
               yield* enqueue(p.Sync, { accountId: "c1", n: 7 })
             ]
             expect(ids(yield* store.claimMany(claimInput(T0, "k6"), 10))).toEqual(ids(z))
-            // A claim of one key alone (`only`) takes that key's best job, and no job of another key
-            // or without one, however better.
+            // A claim of some keys alone (`only`) takes their best job each, and no job of another
+            // key or without one, however better.
             const w = [
               yield* enqueue(p.Sync, { accountId: "b1", n: 8 }, { priority: 1 }),
               yield* enqueue(p.Sync, { accountId: "b1", n: 9 }, { priority: 4 })
             ]
+            const e = [
+              yield* enqueue(p.Sync, { accountId: "e1", n: 10 }, { priority: 2 }),
+              yield* enqueue(p.Sync, { accountId: "e1", n: 11 }, { priority: 1 })
+            ]
             const better = [
-              yield* enqueue(p.Sync, { accountId: "d1", n: 10 }, { priority: 9 }),
+              yield* enqueue(p.Sync, { accountId: "d1", n: 12 }, { priority: 9 }),
               yield* enqueue(Plain, { accountId: "-" }, { priority: 9 })
             ]
-            const only = (token: string, lease: string) => claimInput(T0, token, { skip: [], only: lease })
+            const only = (token: string, ...leases: ReadonlyArray<string>) =>
+              claimInput(T0, token, { skip: [], only: leases })
             expect(ids(yield* store.claimMany(only("k7", "key:acct-b1"), 10))).toEqual(ids([w[1]!]))
             expect(ids(yield* store.claimMany(only("k8", "key:acct-b1"), 1))).toEqual(ids([w[0]!]))
             expect(yield* store.claimMany(only("k9", "key:acct-none"), 10)).toEqual([])
-            expect(ids(yield* store.claimMany(claimInput(T0, "k10"), 10))).toEqual(ids(better))
+            expect(ids(yield* store.claimMany(only("k10", "key:acct-e1", "key:acct-d1", "key:acct-none"), 10))).toEqual(
+              ids([e[0]!, better[0]!])
+            )
+            expect(ids(yield* store.claimMany(claimInput(T0, "k11"), 10))).toEqual(ids([better[1]!, e[1]!]))
           })
         )
       }))

@@ -63,7 +63,7 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
       sql` AND (claim_lease IS NULL OR NOT (${
         joined(skip.map((k) => sql`(claim_lease = ${k.lease} AND priority <= ${k.priority})`), " OR ")
       }))`
-    const keys = only === undefined ? skipped : sql` AND claim_lease = ${only}${skipped}`
+    const keys = only === undefined ? skipped : sql` AND claim_lease IN (${new SqlList(only)})${skipped}`
     return input.queues === undefined
       ? sql`status = 'pending' AND run_at <= ${input.now}${keys}`
       : sql`status = 'pending' AND run_at <= ${input.now} AND queue IN (${new SqlList(input.queues)})${keys}`

@@ -7,9 +7,9 @@
  * claim takes at most one job per key (core's ClaimInput `perKey`). Without this, a worker
  * draining a busy key claimed its jobs only to defer them, each a claim, a deferral and a
  * hand-off later (issue 13's hot key). When a job of a skipped key ends, the claimer is told to
- * claim that key's next job (a claim of that key alone, ClaimInput `perKey.only`), so it is
- * claimed while the current one runs, with no look at the rest of the queue, which has not
- * changed for it.
+ * claim that key's next job (one claim of the keys freed meanwhile alone, ClaimInput
+ * `perKey.only`), so it is claimed while the current one runs, with no look at the rest of the
+ * queue, which has not changed for it.
  *
  * Only the claim's choice rests on this record; the lease still decides who runs.
  */

@@ -51,6 +51,9 @@ export { RECHECK_AFTER_MS } from "./attempt.ts"
 /** The shortest interval between reads of the host's drain state (docs/behaviour.md §9). */
 export const DRAIN_STATE_MIN_AGE = Duration.seconds(1)
 
+/** The most freed keys one claim of freed keys names (the rest wait for the next one). */
+const MAX_FREED_KEYS_PER_CLAIM = 100
+
 /** A claimed job in the buffer, with when it was claimed. */
 interface Buffered {
   readonly job: JobRow
@@ -159,9 +162,9 @@ export const make = (
     // skipped them), for the claimer to claim each one's next job (./keyClaims.ts).
     const freed = new Set<string>()
 
-    // Claims up to `n` jobs (with `only`, of that key alone): one statement, or with a host cap
+    // Claims up to `n` jobs (with `only`, of those keys alone): one statement, or with a host cap
     // one job through the capped claim.
-    const claimSome = (n: number, only?: string): Effect.Effect<ReadonlyArray<JobRow>, SqlError> =>
+    const claimSome = (n: number, only?: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<JobRow>, SqlError> =>
       Effect.gen(function*() {
         const input = byKey
           ? { ...(yield* claimInput(o)), perKey: { skip: keyClaims.skip(), only } }
@@ -177,8 +180,9 @@ export const make = (
       })
 
     const claimer = Effect.gen(function*() {
-      // Whether to look at the whole queue; else only the freed keys' next jobs are claimed, one
-      // statement each, until a ring or the poll (a freed key's job is all that changed).
+      // Whether to look at the whole queue; else only the freed keys' next jobs are claimed (one
+      // statement for the keys freed meanwhile, one job per key), until a ring or the poll: a freed
+      // key's next job is all that changed.
       let look = true
       while (!(yield* bell.stopping)) {
         if (yield* isDraining) {
@@ -186,20 +190,21 @@ export const make = (
           look = true
           continue
         }
-        const key: string | undefined = look ? undefined : freed.values().next().value
-        if (!look && key === undefined) {
+        const keys = look || freed.size === 0 ? undefined : [...freed].slice(0, MAX_FREED_KEYS_PER_CLAIM)
+        if (!look && keys === undefined) {
           look = yield* bell.idle
           continue
         }
         const free = capacity() - room.active - room.buffered
-        if (free < (key !== undefined || room.buffered === 0 ? 1 : batch)) {
+        if (free < (keys !== undefined || room.buffered === 0 ? 1 : batch)) {
           yield* Queue.take(slotFreed)
           continue
         }
         // A look at the whole queue takes freed keys' jobs too.
-        if (key === undefined) freed.clear()
-        else freed.delete(key)
-        const rows = yield* Effect.catchAllCause(claimSome(key === undefined ? free : 1, key), (cause) =>
+        if (keys === undefined) freed.clear()
+        else for (const key of keys) freed.delete(key)
+        const asked = keys === undefined ? free : Math.min(free, keys.length)
+        const rows = yield* Effect.catchAllCause(claimSome(asked, keys), (cause) =>
           // A database hiccup (or the database is gone): log, wait a poll, carry on. Defects too:
           // a ROLLBACK on a broken connection dies inside @effect/sql, and a claimer that died
           // would silently stop claiming. Only an interruption ends the loop.
@@ -218,7 +223,7 @@ export const make = (
         yield* Queue.offerAll(ready, rows.map((job) => ({ job, claimedAt })))
         // Fewer than asked: nothing more is due now (wait for a wake-up signal or the poll), unless
         // the claim took a job of a key: it took one per key, so look again (./keyClaims.ts).
-        if (key === undefined && rows.length < free && rows.every((job) => job.claimLease === null)) look = false
+        if (keys === undefined && rows.length < free && rows.every((job) => job.claimLease === null)) look = false
       }
     })
 

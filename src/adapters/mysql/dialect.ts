@@ -123,8 +123,8 @@ export const mysql: Dialect = {
         sql`UPDATE ${hosts} SET last_seen_at = GREATEST(last_seen_at + 1, ${now}) WHERE host = ${host}`
     },
     // Nothing tells a MySQL client of another's commit. The probe reads the first due job's id
-    // through the claim index, without a lock or a transaction: one statement where an empty
-    // claim takes three. A changed id is a job the worker has not seen (docs/behaviour.md §9).
+    // through the claim index, without a lock or a transaction: one plain read where a claim is a
+    // transaction that locks. A changed id is a job the worker has not seen (docs/behaviour.md §9).
     wakeups: {
       kind: "poll",
       probe: {

@@ -18,17 +18,25 @@ import { eventually, Ok, RunLog, withJobs } from "./support/jobs.ts"
 
 const pgClientLayer = PgClient.layer({ url: Redacted.make(PG_URL), maxConnections: 5 })
 
-/** An idle worker on `host` whose poll interval is an hour, built in `scope`; its runs go to `log`. */
-const idleWorker = (
-  host: string,
-  scope: Scope.Scope,
-  log: Ref.Ref<ReadonlyArray<{ id: string; n: number; attempt: number }>>
-) =>
-  Effect.map(
-    Layer.buildWithScope(Worker.layer({ host, concurrency: 1, pollInterval: "1 hour", reapInterval: "1 hour" }), scope)
-      .pipe(Effect.provideService(RunLog, log)),
-    (context) => Context.get(context, Worker.WorkerHandle)
-  )
+/**
+ * An idle worker on `host` whose poll interval is an hour, in a scope of its own, once its
+ * listener has announced itself: `before` is its notified count then; its runs go to `log`.
+ */
+const listeningWorker = (host: string) =>
+  Effect.gen(function*() {
+    const log = yield* Ref.make<ReadonlyArray<{ id: string; n: number; attempt: number }>>([])
+    const scope = yield* Scope.make()
+    const worker = yield* Effect.map(
+      Layer.buildWithScope(
+        Worker.layer({ host, concurrency: 1, pollInterval: "1 hour", reapInterval: "1 hour" }),
+        scope
+      ).pipe(Effect.provideService(RunLog, log)),
+      (context) => Context.get(context, Worker.WorkerHandle)
+    )
+    // the listener announces itself once connected
+    yield* eventually(Effect.map(worker.stats, (st) => st.notified >= 1))
+    return { worker, scope, log, before: (yield* worker.stats).notified }
+  })
 
 /** Waits until job `id` has completed. */
 const completed = (id: string) =>
@@ -43,13 +51,8 @@ layer(Layer.merge(postgresLayer("nt"), pgClientLayer), { timeout: 60_000 })("LIS
     TestServices.provideLive(withJobs(
       [Ok],
       Effect.gen(function*() {
-        const log = yield* Ref.make<ReadonlyArray<{ id: string; n: number; attempt: number }>>([])
-        const scope = yield* Scope.make()
-        const worker = yield* idleWorker("listener", scope, log)
+        const { before, log, scope, worker } = yield* listeningWorker("listener")
         const sql = yield* SqlClient.SqlClient
-        // the listener announces itself once connected
-        yield* eventually(Effect.map(worker.stats, (s) => s.notified >= 1))
-        const before = (yield* worker.stats).notified
         const { id } = yield* sql.withTransaction(enqueue(Ok, { n: 1 }))
         yield* completed(id)
         expect((yield* worker.stats).notified).toBeGreaterThan(before)
@@ -76,12 +79,8 @@ layer(Layer.merge(postgresLayer("nt"), pgClientLayer), { timeout: 60_000 })("LIS
     TestServices.provideLive(withJobs(
       [Ok],
       Effect.gen(function*() {
-        const log = yield* Ref.make<ReadonlyArray<{ id: string; n: number; attempt: number }>>([])
-        const scope = yield* Scope.make()
-        const worker = yield* idleWorker("own", scope, log)
+        const { before, log, scope, worker } = yield* listeningWorker("own")
         const sql = yield* SqlClient.SqlClient
-        yield* eventually(Effect.map(worker.stats, (s) => s.notified >= 1))
-        const before = (yield* worker.stats).notified
         const own = yield* enqueue(Ok, { n: 1 })
         yield* completed(own.id)
         // Notifications arrive in commit order: once the next one (inside a transaction, so not
@@ -101,12 +100,10 @@ layer(Layer.merge(postgresLayer("nt"), pgClientLayer), { timeout: 60_000 })("LIS
     TestServices.provideLive(withJobs(
       [Ok],
       Effect.gen(function*() {
-        const log = yield* Ref.make<ReadonlyArray<{ id: string; n: number; attempt: number }>>([])
-        const scope = yield* Scope.make()
         const { listen } = PostgresWakeups.make((yield* PgClient.PgClient).config)
-        const worker = yield* idleWorker("streamed", scope, log).pipe(Effect.provideService(Wakeups, { listen }))
-        yield* eventually(Effect.map(worker.stats, (s) => s.notified >= 1))
-        const before = (yield* worker.stats).notified
+        const { before, scope, worker } = yield* listeningWorker("streamed").pipe(
+          Effect.provideService(Wakeups, { listen })
+        )
         // In a transaction: not rung in this process, so only the notification wakes the worker.
         const { id } = yield* (yield* SqlClient.SqlClient).withTransaction(enqueue(Ok, { n: 1 }))
         yield* eventually(Effect.map(worker.stats, (s) => s.notified > before))

@@ -7,6 +7,7 @@ import { expect, layer } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Option, Ref, Schema, TestClock } from "effect"
 import { JobLeases, JobStore } from "../../src/JobStore.ts"
 import { leaseWindowSeconds } from "../../src/core/lease.ts"
+import type { JobRow, LeaseTransfer } from "../../src/core/model.ts"
 import { define, enqueue, heartbeat, type HeldLease, JobContext } from "../../src/runtime/Job.ts"
 import { processNext, processQueue } from "../../src/runtime/Worker.ts"
 import { type AdapterName, layerFor, TestDatabase } from "../support/databases.ts"
@@ -20,6 +21,17 @@ const Account = Schema.Struct({ accountId: Schema.String, n: Schema.optional(Sch
 
 const row = (id: string) => Effect.flatMap(JobStore, (s) => Effect.map(s.get(id), Option.getOrThrow))
 const lease = (name: string) => Effect.flatMap(JobLeases, (l) => l.read(name))
+/** The store's finish of a claimed `job`'s attempt as completed at `now`, with its `lease` (passed on with `transferTo`). */
+const complete = (job: JobRow, now: number, leaseName: string, transferTo?: LeaseTransfer) =>
+  Effect.flatMap(JobStore, (s) =>
+    s.finish({
+      id: job.id,
+      token: job.claimToken!,
+      now,
+      outcome: { _tag: "Complete" },
+      lease: leaseName,
+      transferTo
+    }))
 /**
  * Whether the lease is held; false while the lock table does not exist yet. (Asked of the
  * catalog first: better-sqlite3's statement cache would remember a failed prepare.)
@@ -462,13 +474,10 @@ export const exclusiveConformance = (adapter: AdapterName) =>
             // The third waits on the key in the database.
             expect(yield* store.defer(third!.id, third!.claimToken!, T0, T0 + 30 * SECOND, name)).toBe(true)
 
-            const passed = yield* store.finish({
-              id: first!.id,
-              token: first!.claimToken!,
-              now: T0 + 1,
-              outcome: { _tag: "Complete" },
-              lease: name,
-              transferTo: { owner: second!.claimToken!, host: "h2", expiresAt: T0 + 2 * WINDOW }
+            const passed = yield* complete(first!, T0 + 1, name, {
+              owner: second!.claimToken!,
+              host: "h2",
+              expiresAt: T0 + 2 * WINDOW
             })
             expect(passed).toMatchObject({ written: true, lease: "released" })
             expect(passed.transferred).toBeGreaterThan(token)
@@ -482,13 +491,10 @@ export const exclusiveConformance = (adapter: AdapterName) =>
             expect(yield* row(third!.id)).toMatchObject({ status: "pending", runAt: T0 + 30 * SECOND })
 
             // Not ours any more: nothing is passed on, and the lease stays where it is.
-            const again = yield* store.finish({
-              id: first!.id,
-              token: first!.claimToken!,
-              now: T0 + 2,
-              outcome: { _tag: "Complete" },
-              lease: name,
-              transferTo: { owner: "someone", host: "h3", expiresAt: T0 + 3 * WINDOW }
+            const again = yield* complete(first!, T0 + 2, name, {
+              owner: "someone",
+              host: "h3",
+              expiresAt: T0 + 3 * WINDOW
             })
             expect(again).toMatchObject({ written: false, lease: "lost" })
             expect(again.transferred).toBeUndefined()
@@ -496,13 +502,11 @@ export const exclusiveConformance = (adapter: AdapterName) =>
 
             // Passed on only while no job waits on it asleep: the third does, so the new owner's
             // finish releases the lease and wakes the third instead.
-            const handedOff = yield* store.finish({
-              id: second!.id,
-              token: second!.claimToken!,
-              now: T0 + 3,
-              outcome: { _tag: "Complete" },
-              lease: name,
-              transferTo: { owner: "someone", host: "h3", expiresAt: T0 + 3 * WINDOW, unlessWaiting: true }
+            const handedOff = yield* complete(second!, T0 + 3, name, {
+              owner: "someone",
+              host: "h3",
+              expiresAt: T0 + 3 * WINDOW,
+              unlessWaiting: true
             })
             expect(handedOff).toMatchObject({ written: true, lease: "released" })
             expect(handedOff.transferred).toBeUndefined()
@@ -531,19 +535,10 @@ export const exclusiveConformance = (adapter: AdapterName) =>
               expect(Option.isSome(yield* leases.tryAcquireToken(take))).toBe(true)
             }
             const to = { owner: next!.claimToken!, host: "h", expiresAt: T0 + WINDOW, unlessWaiting: true }
-            const finish = (job: typeof a, lease: string, transferTo?: typeof to) =>
-              store.finish({
-                id: job!.id,
-                token: job!.claimToken!,
-                now: T0 + 1,
-                outcome: { _tag: "Complete" },
-                lease,
-                transferTo
-              })
             // Sent together: concurrent leased completions share one statement where the dialect
             // batches them (PostgreSQL); the one passing its lease on must not be among them.
             const [passed, released] = yield* Effect.all(
-              [finish(a, "key:acct-a1", to), finish(b, "key:acct-b1")],
+              [complete(a!, T0 + 1, "key:acct-a1", to), complete(b!, T0 + 1, "key:acct-b1")],
               { concurrency: "unbounded" }
             )
             expect(passed).toMatchObject({ written: true, lease: "released" })

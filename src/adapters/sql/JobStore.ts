@@ -22,7 +22,15 @@ import type {
   NewJob
 } from "../../core/model.ts"
 import { tableNames, tokensTable } from "../../core/tables.ts"
-import { applyClaim, claimStateOf, finishHandsOff, keyFreed, onePerKey, showsOutcome } from "../../core/transitions.ts"
+import {
+  applyClaim,
+  claimOrder,
+  claimStateOf,
+  finishHandsOff,
+  keyFreed,
+  onePerKey,
+  showsOutcome
+} from "../../core/transitions.ts"
 import { type InsertResult, JobLeases, JobStore, type JobStoreApi } from "../../ports/JobStore.ts"
 import { rememberingTable } from "../jobLeases.ts"
 import { makeBatcher } from "./batching.ts"
@@ -245,7 +253,7 @@ export const make = (
             ? claimed(s.claimParts(input, 1))
             : Effect.map(
               claimed(s.claimParts(input, limit, strategy.newToken)),
-              (r) => [...r].sort((a, b) => b.priority - a.priority || a.runAt - b.runAt)
+              (r) => [...r].sort(claimOrder)
             )
         }
         case "lockThenUpdate": {
@@ -255,8 +263,7 @@ export const make = (
             const parts = s.claimParts(input, limit, packedClaim.token(s.context, tokens))
             return Effect.map(
               packedTransaction(sql, packedClaim.statement(s.context, parts, input.host, tokens)),
-              (results) =>
-                lastRows(results).map(decodeJobRow).sort((a, b) => b.priority - a.priority || a.runAt - b.runAt)
+              (results) => lastRows(results).map(decodeJobRow).sort(claimOrder)
             )
           }
           // Holding the picked rows' locks, update them by id; they end as applyClaim says.

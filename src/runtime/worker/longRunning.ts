@@ -51,9 +51,6 @@ export { RECHECK_AFTER_MS } from "./attempt.ts"
 /** The shortest interval between reads of the host's drain state (docs/behaviour.md §9). */
 export const DRAIN_STATE_MIN_AGE = Duration.seconds(1)
 
-/** The most freed keys one claim of freed keys names (the rest wait for the next one). */
-const MAX_FREED_KEYS_PER_CLAIM = 100
-
 /** A claimed job in the buffer, with when it was claimed. */
 interface Buffered {
   readonly job: JobRow
@@ -158,10 +155,6 @@ export const make = (
     // What the shutdown hands back (./handBack.ts).
     const hands = makeHandBack(store, o.host)
 
-    // Keys of this worker's claims that have room again (a job of theirs ended while the claim
-    // skipped them), for the claimer to claim each one's next job (./keyClaims.ts).
-    const freed = new Set<string>()
-
     // Claims up to `n` jobs (with `only`, of those keys alone): one statement, or with a host cap
     // one job through the capped claim.
     const claimSome = (n: number, only?: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<JobRow>, SqlError> =>
@@ -190,19 +183,20 @@ export const make = (
           look = true
           continue
         }
-        const keys = look || freed.size === 0 ? undefined : [...freed].slice(0, MAX_FREED_KEYS_PER_CLAIM)
-        if (!look && keys === undefined) {
+        const freedOnly = !look && keyClaims.hasFreed()
+        if (!look && !freedOnly) {
           look = yield* bell.idle
           continue
         }
         const free = capacity() - room.active - room.buffered
-        if (free < (keys !== undefined || room.buffered === 0 ? 1 : batch)) {
+        if (free < (freedOnly || room.buffered === 0 ? 1 : batch)) {
           yield* Queue.take(slotFreed)
           continue
         }
+        let keys: ReadonlyArray<string> | undefined
+        if (freedOnly) keys = keyClaims.takeFreed()
         // A look at the whole queue takes freed keys' jobs too.
-        if (keys === undefined) freed.clear()
-        else for (const key of keys) freed.delete(key)
+        else keyClaims.clearFreed()
         const asked = keys === undefined ? free : Math.min(free, keys.length)
         const rows = yield* Effect.catchAllCause(claimSome(asked, keys), (cause) =>
           // A database hiccup (or the database is gone): log, wait a poll, carry on. Defects too:
@@ -244,7 +238,6 @@ export const make = (
           hands.ended(job, exit)
           // A key the claim skipped has room again: claim its next job while this one's successor runs.
           if (keyClaims.ended(job)) {
-            freed.add(job.claimLease!)
             bell.nudge()
           }
           return owed === undefined ? Effect.void : handOffNow(owed, job.id)

@@ -26,13 +26,11 @@ export const unsafeMakeOneShot = <A, E>(): OneShot<A, E> => {
       waiter = undefined
       if (resume !== undefined) resume(exit)
     },
+    // Interrupted while waiting, the fiber ignores a later resume, so the wait needs no canceler
+    // (one is an interruption handler per wait, two per job on the worker's path).
     await: Effect.async<A, E>((resume) => {
-      if (result !== undefined) return resume(result)
-      waiter = resume
-      // Interrupted while waiting: forget the waiter, the result is simply not read.
-      return Effect.sync(() => {
-        if (waiter === resume) waiter = undefined
-      })
+      if (result !== undefined) resume(result)
+      else waiter = resume
     })
   }
 }

@@ -4,7 +4,7 @@
  */
 import * as LocalWakeups from "../adapters/localWakeups.ts"
 import { inTransaction } from "../adapters/sql/transaction.ts"
-import { Clock, Context, Duration, Effect, Either, Layer, Option, ParseResult, Schema } from "effect"
+import { Clock, Context, Duration, Effect, Either, FiberRef, Layer, Option, ParseResult, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { hostname } from "node:os"
 import {
@@ -203,9 +203,11 @@ export interface RegisteredJob {
   readonly type: AnyJobType
   readonly perform: (payload: unknown) => Effect.Effect<void, unknown, JobContext>
   /**
-   * `perform` with its `JobContext` as well, both provided at once: one copy of the context per
-   * attempt instead of two (issue 13: each provision copies every service in context). Optional,
-   * so a registry of the app's own still works: without it, the worker provides the context itself.
+   * `perform` with its `JobContext` as well, both set at once as the context of the fiber it runs
+   * in, which is not restored afterwards: it must be the last thing its fiber does (perform's own
+   * fiber, src/runtime/worker/perform.ts). Issue 13: each scoped provision was an acquire/release,
+   * two context copies and two FiberRef writes per attempt. Optional, so a registry of the app's
+   * own still works: without it, the worker sets the context itself.
    */
   readonly run?: (payload: unknown, job: JobContextApi) => Effect.Effect<void, unknown>
 }
@@ -240,7 +242,12 @@ export const jobsLayer = <const Types extends ReadonlyArray<AnyJobType>>(
           perform: (payload) =>
             Effect.provide(type.perform(payload), context) as Effect.Effect<void, unknown, JobContext>,
           run: (payload, job) =>
-            Effect.provide(type.perform(payload), Context.add(context, JobContext, job)) as Effect.Effect<void, unknown>
+            Effect.contextWithEffect((parent: Context.Context<never>) =>
+              Effect.zipRight(
+                FiberRef.set(FiberRef.currentContext, Context.add(Context.merge(parent, context), JobContext, job)),
+                type.perform(payload) as Effect.Effect<void, unknown>
+              )
+            )
         })
       }
       return Jobs.of({ get: (name) => Option.fromNullable(byName.get(name)), names: [...byName.keys()] })

@@ -3,7 +3,7 @@
  * for every entry point; none when the minimum level is above info.
  */
 import { expect, it } from "@effect/vitest"
-import { Effect, HashMap, List, Logger, LogLevel, Schema, TestClock } from "effect"
+import { Deferred, Effect, HashMap, List, Logger, LogLevel, Schema, TestClock } from "effect"
 import { define, enqueue } from "../../src/runtime/Job.ts"
 import * as Worker from "../../src/runtime/Worker.ts"
 import { TestLeasehold } from "../../src/testing.ts"
@@ -67,4 +67,45 @@ it.effect("above info, no attempt line is written", () => {
     Logger.withMinimumLogLevel(LogLevel.Warning),
     Effect.provide(capture(lines))
   )
+})
+
+// Logs one line from inside perform.
+const Logged = define({
+  name: "logged",
+  queue: "q",
+  schema: Schema.Struct({ n: Schema.Number }),
+  perform: ({ n }) => Effect.logInfo(`performing ${n}`)
+})
+
+it.effect("a long-running worker's attempts each log with their own job, and with the worker's annotations", () => {
+  const lines: Array<Line> = []
+  return Effect.gen(function*() {
+    const done = yield* Deferred.make<void>()
+    let finished = 0
+    const ids = yield* Effect.scoped(Effect.gen(function*() {
+      yield* Worker.make({
+        host: "h",
+        concurrency: 1,
+        onResult: () => Effect.suspend(() => (++finished === 3 ? Deferred.succeed(done, undefined) : Effect.void))
+      })
+      const ids = [
+        (yield* enqueue(Logged, { n: 1 })).id,
+        (yield* enqueue(Logged, { n: 2 })).id,
+        (yield* enqueue(Logged, { n: 3 })).id
+      ]
+      yield* Deferred.await(done)
+      return ids
+    })).pipe(Effect.annotateLogs({ app: "billing" }))
+    const byMessage = new Map(lines.map((l) => [String(l.message), l.annotations]))
+    for (const [i, id] of ids.entries()) {
+      expect(byMessage.get(`performing ${i + 1}`)).toEqual({ app: "billing", jobId: id, jobName: "logged", attempt: 1 })
+    }
+    const outcomes = lines.filter((l) => String(l.message).startsWith("attempt completed"))
+    expect(outcomes.map((l) => l.annotations.jobId).sort()).toEqual([...ids].sort())
+    for (const l of outcomes) expect(l.annotations).toMatchObject({ app: "billing", jobName: "logged", attempt: 1 })
+    // The worker's own lines (started, stopped) name no job.
+    const own = lines.filter((l) => String(l.message).startsWith("worker h"))
+    expect(own.map((l) => String(l.message).split(":")[0])).toEqual(["worker h started", "worker h stopped"])
+    for (const l of own) expect(l.annotations).toEqual({ app: "billing" })
+  }).pipe(Effect.provide(TestLeasehold.layer({ jobs: [Logged] })), Effect.provide(capture(lines)))
 })

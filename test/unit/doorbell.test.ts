@@ -46,4 +46,25 @@ describe("doorbell", () => {
       expect(yield* bell.idle).toBe(true)
       expect(yield* bell.idle).toBe(true)
     }))
+
+  it.effect("a wait's poll is its own: one ended by a ring does not end the next wait early", () =>
+    Effect.gen(function*() {
+      const bell = yield* makeDoorbell(POLL)
+      const first = yield* Effect.fork(bell.idle)
+      yield* TestClock.adjust(Duration.millis(500))
+      bell.ringNow()
+      expect(yield* Fiber.join(first)).toBe(true)
+      // The first wait's poll would have come at 1,000 ms; the second's comes at 1,500 ms.
+      const second = yield* Effect.fork(bell.idle)
+      yield* TestClock.adjust(Duration.millis(600))
+      expect(second.unsafePoll()).toBeNull()
+      yield* TestClock.adjust(Duration.millis(400))
+      expect(yield* Fiber.join(second)).toBe(true)
+      // Nothing was left behind for a third wait: it waits for its own poll too.
+      const third = yield* Effect.fork(bell.idle)
+      yield* TestClock.adjust(Duration.millis(999))
+      expect(third.unsafePoll()).toBeNull()
+      bell.nudge()
+      expect(yield* Fiber.join(third)).toBe(false)
+    }))
 })

@@ -5,7 +5,7 @@
  * perform error become outcomes.
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import { Cause, Clock, Context, Effect, Either, Exit, Option, Schema } from "effect"
+import { Cause, Clock, Context, Effect, Either, Exit, FiberRef, HashMap, Option, Schema } from "effect"
 import type { ParseError } from "effect/ParseResult"
 import { Fenced, JobCancelled, JobTimeoutError, PayloadError, UnknownJobTypeError } from "../../core/errors.ts"
 import { type BackoffOptions, DEFAULT_BACKOFF } from "../../core/jobs.ts"
@@ -186,21 +186,35 @@ export interface RunClaimedOptions {
   readonly rootSpan?: boolean | undefined
   /** This worker's keys (./keyGate.ts): an attempt whose key its other attempts hold waits for them. */
   readonly gate?: KeyGate | undefined
+  /**
+   * The caller's fiber already carries the attempt's log annotations (`attemptAnnotations`), as
+   * a long-running worker's runner sets them per attempt. Default: they are added for the attempt.
+   */
+  readonly annotated?: boolean | undefined
 }
+
+/** The log annotations every line of an attempt of `job` carries, added to `base`. */
+export const attemptAnnotations = (
+  base: HashMap.HashMap<string, unknown>,
+  job: JobRow
+): HashMap.HashMap<string, unknown> =>
+  HashMap.set(HashMap.set(HashMap.set(base, "jobId", job.id), "jobName", job.name), "attempt", job.attempts)
 
 /** Runs one claimed job to its outcome. */
 export const runClaimed = (
   job: JobRow,
   o: Resolved,
   options: RunClaimedOptions = {}
-): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
-  traceAttempt(
+): Effect.Effect<ProcessResult, SqlError, WorkerServices> => {
+  const traced = traceAttempt(
     job,
     observeAttempt(job, runAttempt(job, o, options.timer, options.recheck ?? false, options.gate)),
     options.rootSpan ?? false
-  ).pipe(
-    Effect.annotateLogs({ jobId: job.id, jobName: job.name, attempt: job.attempts })
   )
+  return options.annotated === true
+    ? traced
+    : Effect.locallyWith(traced, FiberRef.currentLogAnnotations, (base) => attemptAnnotations(base, job))
+}
 
 const runAttempt = (
   job: JobRow,

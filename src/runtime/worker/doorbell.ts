@@ -7,7 +7,7 @@
  * A nudge wakes it too, but asks for no new look at the whole queue: the claimer has a narrower
  * claim to make (a busy key's next job, ./keyClaims.ts).
  */
-import { type Duration, Effect, Queue, Ref } from "effect"
+import { type Duration, Effect, Fiber } from "effect"
 
 /** One worker's doorbell. */
 export interface Doorbell {
@@ -51,15 +51,27 @@ const realSleep = (ms: number): Effect.Effect<void> =>
  * also rings itself when the probe's signal changes.
  */
 export const makeDoorbell = (poll: Duration.Duration, probe?: Probe): Effect.Effect<Doorbell> =>
-  Effect.gen(function*() {
-    const stopping = yield* Ref.make(false)
-    const bell = yield* Queue.sliding<void>(1)
-    // Whether a ring (not only a nudge) came since the bell was last taken.
+  Effect.sync(() => {
+    let stopping = false
+    // Whether a wake-up came while nobody waited (the next wait then ends at once), and whether
+    // it asked for a look (a ring, not only a nudge).
+    let pending = false
     let rung = false
-    const ringNow = () => {
-      rung = true
-      Queue.unsafeOffer(bell, undefined)
+    // The waiting fiber's resume, while it waits.
+    let waiter: ((wake: Effect.Effect<boolean>) => void) | undefined
+    // Wakes the waiter in place (a ring's path is one callback, no fiber of its own), or leaves
+    // the wake-up for the next wait.
+    const wake = (look: boolean) => {
+      const resume = waiter
+      if (resume === undefined) {
+        pending = true
+        rung ||= look
+        return
+      }
+      waiter = undefined
+      resume(Effect.succeed(look))
     }
+    const ringNow = () => wake(true)
     const ring = Effect.sync(ringNow)
     // The last signal read, kept across idle spells: only a change means something new (the first
     // read counts as one: a claim that finds nothing costs less than a missed job's poll).
@@ -75,24 +87,51 @@ export const makeDoorbell = (poll: Duration.Duration, probe?: Probe): Effect.Eff
         if (changed) return
       }
     })
-    // Each racer is a fiber forked per idle spell: without a probe, two. The bell's says whether
-    // it was rung; the poll and a changed probe always ask for a look.
-    const racers = [
-      Effect.map(Queue.take(bell), () => {
-        const look = rung
-        rung = false
-        return look
-      }),
-      Effect.as(Effect.sleep(poll), true),
-      ...(probe === undefined ? [] : [Effect.as(probing, true)])
-    ]
+    // The poll (and the probe) run in one fiber forked per idle spell, which wakes the waiter with
+    // a look; a ring or a nudge wakes it directly and that fiber is interrupted, unawaited. (A race
+    // of the bell, the poll and the probe forked a fiber each and waited for the losers to stop
+    // before the claimer went on: hops on every wake-up's path, issue 13's latency.)
+    const due = probe === undefined ? Effect.sleep(poll) : Effect.race(Effect.sleep(poll), probing)
+    // A wake-up that came meanwhile ends the wait at once.
+    const taken = () => {
+      const look = rung
+      pending = false
+      rung = false
+      return look
+    }
+    const wait = Effect.suspend(() => {
+      let resume: ((wake: Effect.Effect<boolean>) => void) | undefined
+      // Its own wait's only: once that wait has ended, a late poll wakes nobody.
+      const ours = () => resume !== undefined && waiter === resume
+      const timer = Effect.zipRight(due, Effect.sync(() => ours() && wake(true)))
+      return Effect.flatMap(Effect.forkDaemon(timer), (timing) =>
+        Effect.ensuring(
+          Effect.async<boolean>((r) => {
+            if (pending) return r(Effect.succeed(taken()))
+            resume = r
+            waiter = r
+          }),
+          Effect.zipRight(
+            Effect.sync(() => {
+              if (ours()) waiter = undefined
+            }),
+            Fiber.interruptFork(timing)
+          )
+        ))
+    })
     // The stop sets the flag before it rings, so a waiter that read the flag unset still wakes.
     return {
       ring,
       ringNow,
-      nudge: () => void Queue.unsafeOffer(bell, undefined),
-      idle: Effect.flatMap(Ref.get(stopping), (stop) => stop ? Effect.succeed(true) : Effect.raceAll(racers)),
-      stopping: Ref.get(stopping),
-      stop: Effect.zipRight(Ref.set(stopping, true), ring)
+      nudge: () => wake(false),
+      idle: Effect.suspend(() => {
+        if (stopping) return Effect.succeed(true)
+        return pending ? Effect.succeed(taken()) : wait
+      }),
+      stopping: Effect.sync(() => stopping),
+      stop: Effect.suspend(() => {
+        stopping = true
+        return ring
+      })
     }
   })

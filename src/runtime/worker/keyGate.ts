@@ -144,7 +144,7 @@ export interface KeyGate {
    * or it was stopped): its waiter becomes a holder in its place and goes on. A lease name when
    * the caller should hand it off: a hand-off was skipped for an attempt that did not take it.
    */
-  readonly leave: (token: string) => Effect.Effect<string | undefined>
+  readonly leave: (token: string) => string | undefined
 }
 
 /** A gate for one worker's attempts; waits are timed by `timer` (the worker's watchdog). */
@@ -324,6 +324,6 @@ export const makeKeyGate = (timer: Watch = watch): KeyGate => {
       if (!e!.owedHandOff && !h!.owes) quit(token)
       return true
     },
-    leave: (token) => Effect.sync(() => quit(token))
+    leave: quit
   }
 }

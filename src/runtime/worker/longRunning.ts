@@ -12,7 +12,9 @@ import {
   Context,
   Duration,
   Effect,
+  Exit,
   Fiber,
+  FiberRef,
   Layer,
   Option,
   Queue,
@@ -39,7 +41,7 @@ import { cachedDraining, touchHost } from "./hosts.ts"
 import { resolveWorker, type WorkerConfig } from "./options.ts"
 import { ProcessResult, tallyOf } from "./results.ts"
 import { claimInput, reapWith } from "./turns.ts"
-import { RECHECK_AFTER_MS, runClaimed } from "./attempt.ts"
+import { attemptAnnotations, RECHECK_AFTER_MS, runClaimed } from "./attempt.ts"
 import { makeKeyClaims } from "./keyClaims.ts"
 import { makeKeyGate } from "./keyGate.ts"
 import { handOffNow } from "./outcome.ts"
@@ -221,49 +223,64 @@ export const make = (
       }
     })
 
+    // What the end of an attempt settles, in place. A release skipped its hand-off for an attempt
+    // that did not take the lease after all (./keyGate.ts): the key's next waiter is woken by the
+    // returned effect (never this job itself). An interrupted attempt is remembered for the
+    // hand-back (./handBack.ts). The slot is free (a signal: the queue slides) whatever happens.
+    const settle = (job: JobRow, exit: Exit.Exit<unknown, unknown>) => {
+      let owed: string | undefined
+      try {
+        owed = gate.leave(job.claimToken!)
+        running(-1)
+        hands.ended(job, exit)
+        // A key the claim skipped has room again: claim its next job while this one's successor runs.
+        if (keyClaims.ended(job)) bell.nudge()
+      } finally {
+        room.active--
+        Queue.unsafeOffer(slotFreed, undefined)
+      }
+      return owed === undefined ? Effect.void : handOffNow(owed, job.id)
+    }
+    // One attempt, settled however it ends: the end is handled in one uninterruptible step (an
+    // acquire/use/release and an `ensuring` were a tenth of the worker's steps per job, issue 13).
+    const attemptOf = (job: JobRow, recheck: boolean) =>
+      Effect.uninterruptibleMask((restore) => {
+        room.active++
+        running(1)
+        return Effect.matchCauseEffect(
+          restore(runClaimed(job, o, { timer, recheck, rootSpan: true, gate, annotated: true })),
+          {
+            onFailure: (cause) => Effect.zipRight(settle(job, Exit.failCause(cause)), Effect.failCause(cause)),
+            onSuccess: (result) => Effect.as(settle(job, Exit.succeed(result)), result)
+          }
+        )
+      })
+
+    // The runners' own log annotations (the worker's), to which each attempt adds its job's.
+    const annotations = yield* FiberRef.get(FiberRef.currentLogAnnotations)
     const runner = Effect.forever(Effect.gen(function*() {
       const { claimedAt, job } = yield* Queue.take(ready)
       // A job that waited in the buffer is read again before it starts: it may have been
       // cancelled since its claim (RECHECK_AFTER_MS).
       const recheck = clock.unsafeCurrentTimeMillis() - claimedAt >= RECHECK_AFTER_MS
       room.buffered--
-      room.active++
-      const result = yield* Effect.acquireUseRelease(Effect.sync(() => running(1)), () =>
-        runClaimed(job, o, { timer, recheck, rootSpan: true, gate }), (_, exit) =>
-        // A release skipped its hand-off for an attempt that did not take the lease after all
-        // (./keyGate.ts): wake the key's next waiter now (never this job itself). An interrupted
-        // attempt is remembered for the hand-back (./handBack.ts).
-        Effect.flatMap(gate.leave(job.claimToken!), (owed) => {
-          running(-1)
-          hands.ended(job, exit)
-          // A key the claim skipped has room again: claim its next job while this one's successor runs.
-          if (keyClaims.ended(job)) {
-            bell.nudge()
-          }
-          return owed === undefined ? Effect.void : handOffNow(owed, job.id)
-        }))
-        .pipe(
-          // The outcome could not be written (the database went away mid-attempt): the row stays
-          // processing and the reaper takes it back.
-          Effect.catchAllCause((cause) =>
-            Cause.isInterruptedOnly(cause)
-              ? Effect.failCause(cause)
-              : Effect.as(
-                Effect.logWarning(
-                  `attempt of ${job.name} ${job.id} ended without an outcome (${
-                    explain(Cause.squash(cause))
-                  }); the reaper will take it back`,
-                  cause
-                ),
-                undefined
-              )
-          ),
-          // A freed slot is a signal (the queue slides): offered in place, one step.
-          Effect.ensuring(Effect.sync(() => {
-            room.active--
-            Queue.unsafeOffer(slotFreed, undefined)
-          }))
-        )
+      // Set for the attempt and left until the next one replaces them: a runner logs nothing
+      // between attempts (a scoped annotation was a set, a reset and an acquire/release per job).
+      yield* FiberRef.set(FiberRef.currentLogAnnotations, attemptAnnotations(annotations, job))
+      const result = yield* Effect.catchAllCause(attemptOf(job, recheck), (cause) =>
+        // The outcome could not be written (the database went away mid-attempt): the row stays
+        // processing and the reaper takes it back.
+        Cause.isInterruptedOnly(cause)
+          ? Effect.failCause(cause)
+          : Effect.as(
+            Effect.logWarning(
+              `attempt of ${job.name} ${job.id} ended without an outcome (${
+                explain(Cause.squash(cause))
+              }); the reaper will take it back`,
+              cause
+            ),
+            undefined
+          ))
       if (result?._tag === "Deferred") {
         room.contended = concurrency * 2
       }
@@ -272,8 +289,7 @@ export const make = (
       }
     }))
 
-    const runners = yield* Effect.forEach(Array.from({ length: concurrency }), () =>
-      Effect.forkDaemon(runner), {
+    const runners = yield* Effect.forEach(Array.from({ length: concurrency }), () => Effect.forkDaemon(runner), {
       concurrency: "unbounded"
     })
     // Enqueues in this process (src/adapters/localWakeups.ts), on every database: subscribed
@@ -288,8 +304,7 @@ export const make = (
       Effect.repeat(
         Effect.gen(function*() {
           const n = yield* Effect.orElseSucceed(
-            Effect.tapError(reapWith(o), (e) =>
-              Effect.logWarning("reap failed", e)),
+            Effect.tapError(reapWith(o), (e) => Effect.logWarning("reap failed", e)),
             () => 0
           )
           if (n > 0) {
@@ -310,8 +325,7 @@ export const make = (
     })
     const listening = wakeups.onSignal === undefined
       ? Option.map(wakeups.listen(store.tables.channel), (stream) =>
-        Stream.runForEach(stream, () =>
-          Effect.zipRight(Effect.sync(() => notified++), bell.ring)))
+        Stream.runForEach(stream, () => Effect.zipRight(Effect.sync(() => notified++), bell.ring)))
       : wakeups.onSignal(store.tables.channel, () => {
         notified++
         bell.ringNow()

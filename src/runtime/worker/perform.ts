@@ -3,7 +3,7 @@
  * proves life (fenced on the claim token) and renews the job's lease, the job type's
  * `onLeaseLost`, and the attempt's timeout.
  */
-import { Cause, Clock, Context, Deferred, Duration, Effect, Either, Exit, Fiber, Option } from "effect"
+import { Cause, Clock, Context, Deferred, Duration, Effect, Either, Exit, Fiber, FiberRef, Option } from "effect"
 import { Fenced, JobCancelled, JobTimeoutError, LeaseLostError } from "../../core/errors.ts"
 import { leaseExpiresAt } from "../../core/lease.ts"
 import type { JobRow } from "../../core/model.ts"
@@ -93,8 +93,12 @@ export const perform = (
     }
 
     const seconds = job.claimTimeout ?? type.timeoutSeconds
+    // perform's context is set in the fiber it runs in, which ends with it (../Job.ts `run`).
     const run = registered.run?.(payload, context) ??
-      registered.perform(payload).pipe(Effect.provideService(JobContext, context))
+      Effect.zipRight(
+        FiberRef.set(FiberRef.currentContext, Context.add(services, JobContext, context)),
+        registered.perform(payload) as Effect.Effect<void, unknown>
+      )
     const guarded = lost !== undefined ? Effect.raceFirst(run, Deferred.await(lost)) : run
     // perform runs in a fiber of its own, so on timeout we return at once even if it ignores
     // interruption; it may still be running, which is why a timed-out attempt leaves its lease

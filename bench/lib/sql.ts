@@ -15,15 +15,11 @@ import { SqlClient } from "@effect/sql"
 import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
-import { MysqlClient } from "@effect/sql-mysql2"
-import { PgClient } from "@effect/sql-pg"
-import { SqliteClient } from "@effect/sql-sqlite-node"
+import type { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Option, Redacted, Stream } from "effect"
 import { appendFileSync } from "node:fs"
-import { clusterClientLayer } from "../../src/adapters/mysql/cluster.ts"
 import { isMysqlUrl, isPostgresUrl } from "../../src/adapters/clients.ts"
 import { nodeUrls } from "../../src/adapters/mysql/urls.ts"
-import { clientLayer as postgresClientLayer } from "../../src/adapters/postgres/client.ts"
 
 /**
  * The databases leasehold runs on, and the three-node Galera cluster of scripts/galera/start:
@@ -41,24 +37,37 @@ export const backendOf = (url: string): Backend => {
 /** The SQLite file of a URL (`sqlite:`/`file:` prefixes stripped, as the CLI does). */
 export const sqliteFilename = (url: string): string => url.replace(/^sqlite:(\/\/)?/, "").replace(/^file:/, "")
 
-/** A `SqlClient` (and the driver's own tag) for a URL, with a pool of `maxConnections`. */
-export const sqlLayer = (url: string, maxConnections = 10): Layer.Layer<SqlClient.SqlClient, unknown> => {
-  switch (backendOf(url)) {
-    case "pg":
-      // leasehold's own client layer, as an app gets it from leasehold/postgres (named prepared
-      // statements, src/adapters/postgres/preparing.ts; graphile-worker prepares its own too).
-      return postgresClientLayer(url, { maxConnections })
-    case "mariadb":
-    case "galera-one":
-      return MysqlClient.layer({ url: Redacted.make(url.replace(/^mariadb:/, "mysql:")), maxConnections })
-    case "galera":
-      return clusterClientLayer(nodeUrls(url) ?? [url], {
-        maxConnectionsPerNode: Math.max(2, Math.ceil(maxConnections / 3))
-      })
-    case "sqlite":
-      return SqliteClient.layer({ filename: sqliteFilename(url) })
-  }
-}
+/**
+ * A `SqlClient` (and the driver's own tag) for a URL, with a pool of `maxConnections`. Only that
+ * database's driver is loaded, as leasehold's own src/adapters/clients.ts does: the child's peak
+ * RSS holds no other database's client (the MySQL and SQLite ones were 8 MiB of a PostgreSQL run).
+ */
+export const sqlLayer = (url: string, maxConnections = 10): Layer.Layer<SqlClient.SqlClient, unknown> =>
+  Layer.unwrapEffect(Effect.promise(async (): Promise<Layer.Layer<SqlClient.SqlClient, unknown>> => {
+    switch (backendOf(url)) {
+      case "pg": {
+        // leasehold's own client layer, as an app gets it from leasehold/postgres (named prepared
+        // statements, src/adapters/postgres/preparing.ts; graphile-worker prepares its own too).
+        const { clientLayer } = await import("../../src/adapters/postgres/client.ts")
+        return clientLayer(url, { maxConnections })
+      }
+      case "mariadb":
+      case "galera-one": {
+        const { MysqlClient } = await import("@effect/sql-mysql2")
+        return MysqlClient.layer({ url: Redacted.make(url.replace(/^mariadb:/, "mysql:")), maxConnections })
+      }
+      case "galera": {
+        const { clusterClientLayer } = await import("../../src/adapters/mysql/cluster.ts")
+        return clusterClientLayer(nodeUrls(url) ?? [url], {
+          maxConnectionsPerNode: Math.max(2, Math.ceil(maxConnections / 3))
+        })
+      }
+      case "sqlite": {
+        const { SqliteClient } = await import("@effect/sql-sqlite-node")
+        return SqliteClient.layer({ filename: sqliteFilename(url) })
+      }
+    }
+  }))
 
 /** How many statements reached the database through the counting client. */
 export interface StatementCountApi {
@@ -68,6 +77,12 @@ export interface StatementCountApi {
 
 export class StatementCount extends Context.Tag("bench/StatementCount")<StatementCount, StatementCountApi>() {}
 
+/** A dialect's statement compiler, and on PostgreSQL its client module (for the `PgClient` tag). */
+interface Driver {
+  readonly compiler: Statement.Compiler
+  readonly pg?: typeof import("@effect/sql-pg").PgClient
+}
+
 /**
  * Replaces the `SqlClient` below it by one that counts every statement it sends, and provides
  * `StatementCount`. The wrapper takes its connections through the inner client's `reserve`.
@@ -76,7 +91,20 @@ export const countingLayer: Layer.Layer<SqlClient.SqlClient | StatementCount, ne
   .scopedContext(
     Effect.gen(function*() {
       const inner = yield* SqlClient.SqlClient
-      const pg = yield* Effect.serviceOption(PgClient.PgClient)
+      // The dialect's own module only (see sqlLayer).
+      const driver = yield* Effect.promise((): Promise<Driver> =>
+        inner.onDialectOrElse({
+          pg: async () => {
+            const { PgClient } = await import("@effect/sql-pg")
+            return { compiler: PgClient.makeCompiler(), pg: PgClient }
+          },
+          mysql: async () => ({ compiler: (await import("@effect/sql-mysql2")).MysqlClient.makeCompiler() }),
+          sqlite: async () => ({ compiler: Statement.makeCompilerSqlite() }),
+          orElse: () => Promise.reject(new Error("countingLayer supports PostgreSQL, MySQL/MariaDB and SQLite"))
+        })
+      )
+      const PgTag = driver.pg
+      const pg = PgTag === undefined ? Option.none() : yield* Effect.serviceOption(PgTag.PgClient)
       let n = 0
       const log = process.env.BENCH_SQL_LOG
       const count = (sql: string) => {
@@ -100,15 +128,12 @@ export const countingLayer: Layer.Layer<SqlClient.SqlClient | StatementCount, ne
         executeUnprepared: (sql, params, transformRows) => counted(sql, c.executeUnprepared(sql, params, transformRows))
       })
       const acquirer = Effect.map(inner.reserve, wrap)
-      const compiler = inner.onDialectOrElse({
-        pg: () => PgClient.makeCompiler(),
-        mysql: () => MysqlClient.makeCompiler(),
-        sqlite: () => Statement.makeCompilerSqlite(),
-        orElse: () => {
-          throw new Error("countingLayer supports PostgreSQL, MySQL/MariaDB and SQLite")
-        }
+      const client = yield* SqlClient.make({
+        acquirer,
+        transactionAcquirer: acquirer,
+        compiler: driver.compiler,
+        spanAttributes: []
       })
-      const client = yield* SqlClient.make({ acquirer, transactionAcquirer: acquirer, compiler, spanAttributes: [] })
         .pipe(Effect.provide(Reactivity.layer))
       const counter: StatementCountApi = {
         get: () => n,
@@ -118,15 +143,15 @@ export const countingLayer: Layer.Layer<SqlClient.SqlClient | StatementCount, ne
         }
       }
       const base = Context.make(SqlClient.SqlClient, client).pipe(Context.add(StatementCount, counter))
-      if (Option.isNone(pg)) return base
+      if (PgTag === undefined || Option.isNone(pg)) return base
       const p = pg.value
       const wrappedPg = Object.assign(client, {
-        [PgClient.TypeId]: PgClient.TypeId,
+        [PgTag.TypeId]: PgTag.TypeId,
         config: p.config,
         json: p.json,
         listen: p.listen,
         notify: p.notify
       }) as PgClient.PgClient
-      return Context.add(base, PgClient.PgClient, wrappedPg)
+      return Context.add(base, PgTag.PgClient, wrappedPg)
     })
   )

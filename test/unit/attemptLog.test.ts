@@ -3,10 +3,12 @@
  * for every entry point; none when the minimum level is above info.
  */
 import { expect, it } from "@effect/vitest"
-import { Deferred, Effect, HashMap, List, Logger, LogLevel, Schema, TestClock } from "effect"
+import { Clock, Deferred, Effect, HashMap, List, Logger, LogLevel, Schema, TestClock } from "effect"
 import { define, enqueue } from "../../src/runtime/Job.ts"
 import * as Worker from "../../src/runtime/Worker.ts"
+import { JobStore } from "../../src/JobStore.ts"
 import { TestLeasehold } from "../../src/testing.ts"
+import { claimInput, skewed } from "../support/jobs.ts"
 
 interface Line {
   readonly level: string
@@ -107,5 +109,20 @@ it.effect("a long-running worker's attempts each log with their own job, and wit
     const own = lines.filter((l) => String(l.message).startsWith("worker h"))
     expect(own.map((l) => String(l.message).split(":")[0])).toEqual(["worker h started", "worker h stopped"])
     for (const l of own) expect(l.annotations).toEqual({ app: "billing" })
+  }).pipe(Effect.provide(TestLeasehold.layer({ jobs: [Logged] })), Effect.provide(capture(lines)))
+})
+
+it.effect("a reaped attempt's warning carries its job, as the attempt's own lines do", () => {
+  const lines: Array<Line> = []
+  return Effect.gen(function*() {
+    const { id } = yield* enqueue(Logged, { n: 1 })
+    // Claimed by a worker that then vanished: an hour later its row is stale.
+    const store = yield* JobStore
+    expect(yield* store.claim(claimInput(yield* Clock.currentTimeMillis, "vanished"))).toMatchObject({
+      _tag: "Claimed"
+    })
+    expect(yield* skewed(3_600_000, Worker.reap({ host: "r" }))).toBe(1)
+    const warnings = lines.filter((l) => l.level === "WARN" && String(l.message).startsWith("reaped logged"))
+    expect(warnings.map((l) => l.annotations)).toEqual([{ jobId: id, jobName: "logged", attempt: 1 }])
   }).pipe(Effect.provide(TestLeasehold.layer({ jobs: [Logged] })), Effect.provide(capture(lines)))
 })

@@ -5,7 +5,7 @@
  * checks its options once and passes them down.
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import { Clock, Effect, Option } from "effect"
+import { Clock, Effect, FiberRef, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import type { WorkerConfigError } from "../../core/errors.ts"
 import { countsTowardLimit, decideReap, DEFAULT_BACKOFF, emptyTally, type QueueTally } from "../../core/jobs.ts"
@@ -13,7 +13,7 @@ import type { ClaimInput } from "../../core/model.ts"
 import { JobStore } from "../../ports/JobStore.ts"
 import { Jobs } from "../Job.ts"
 import { recordReaped } from "../metrics.ts"
-import { runClaimed, type WorkerServices } from "./attempt.ts"
+import { attemptAnnotations, runClaimed, type WorkerServices } from "./attempt.ts"
 import { drainState, touchHost } from "./hosts.ts"
 import {
   count,
@@ -55,7 +55,7 @@ export const reapWith = (o: Resolved): Effect.Effect<number, SqlError, JobStore 
         yield* Effect.logWarning(
           `reaped ${row.name} ${row.id}: no sign of life from ${row.claimedBy ?? "?"}; ${decision._tag}`
         ).pipe(
-          Effect.annotateLogs({ jobId: row.id, jobName: row.name, attempt: row.attempts })
+          Effect.locallyWith(FiberRef.currentLogAnnotations, (base) => attemptAnnotations(base, row))
         )
       }
     }

@@ -413,6 +413,7 @@ const markdown = [
   "",
   "Notes: drains are timed from worker start to the last job completed in the database, jobs enqueued beforehand in one statement; " +
   "the hot-key drain from the first job's start to the last job's completion. " +
+  "leasehold's statements (hot key, idle statements across processes) are counted through a wrapped SqlClient in a run of their own, not the timed one: the wrapper takes a pooled connection per statement, which the other systems' timed runs do not pay. " +
   "pg-boss 10 waits its polling interval after every fetch, full or not, so 10 workers × batch 50 at its minimum 0.5 s interval cap it at 1,000 jobs/s. " +
   (planned.has(key("exclusive", "graphile-worker"))
     ? "graphile-worker's exclusive equivalent is one named (serial) queue per job. "

@@ -9,8 +9,11 @@ import { makeDoorbell } from "../../src/runtime/worker/doorbell.ts"
 
 const POLL = Duration.seconds(1)
 
+// The probe keeps real time (src/runtime/worker/doorbell.ts), not the TestClock.
+const realWait = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
+
 describe("doorbell", () => {
-  it.effect("a ring ends the wait with a look; a nudge without one; both together with one", () =>
+  it.scoped("a ring ends the wait with a look; a nudge without one; both together with one", () =>
     Effect.gen(function*() {
       const bell = yield* makeDoorbell(POLL)
       // Rung or nudged before the wait: the wait ends at once.
@@ -33,7 +36,7 @@ describe("doorbell", () => {
       expect(yield* Fiber.join(waiting)).toBe(false)
     }))
 
-  it.effect("the poll interval ends the wait with a look, and after the stop the wait returns at once", () =>
+  it.scoped("the poll interval ends the wait with a look, and after the stop the wait returns at once", () =>
     Effect.gen(function*() {
       const bell = yield* makeDoorbell(POLL)
       const waiting = yield* Effect.fork(bell.idle)
@@ -47,7 +50,7 @@ describe("doorbell", () => {
       expect(yield* bell.idle).toBe(true)
     }))
 
-  it.effect("a wait's poll is its own: one ended by a ring does not end the next wait early", () =>
+  it.scoped("a wait's poll is its own: one ended by a ring does not end the next wait early", () =>
     Effect.gen(function*() {
       const bell = yield* makeDoorbell(POLL)
       const first = yield* Effect.fork(bell.idle)
@@ -66,5 +69,36 @@ describe("doorbell", () => {
       expect(third.unsafePoll()).toBeNull()
       bell.nudge()
       expect(yield* Fiber.join(third)).toBe(false)
+    }))
+
+  it.scoped("a probe's changed signal ends the wait, and it probes only while a wait lasts", () =>
+    Effect.gen(function*() {
+      let signal = "a"
+      let looks = 0
+      const bell = yield* makeDoorbell(POLL, {
+        everyMs: 5,
+        look: Effect.sync(() => {
+          looks++
+          return signal
+        })
+      })
+      // The first read counts as a change.
+      expect(yield* bell.idle).toBe(true)
+      // The same signal: the wait goes on (the poll is on the TestClock, which stands still).
+      const waiting = yield* Effect.fork(bell.idle)
+      yield* realWait(40)
+      expect(waiting.unsafePoll()).toBeNull()
+      expect(looks).toBeGreaterThan(2)
+      signal = "b"
+      expect(yield* Fiber.join(waiting)).toBe(true)
+      // A wait ended by a ring leaves no probe behind.
+      const rung = yield* Effect.fork(bell.idle)
+      yield* realWait(20)
+      bell.ringNow()
+      expect(yield* Fiber.join(rung)).toBe(true)
+      yield* realWait(15)
+      const after = looks
+      yield* realWait(40)
+      expect(looks).toBe(after)
     }))
 })

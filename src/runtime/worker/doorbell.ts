@@ -7,7 +7,7 @@
  * A nudge wakes it too, but asks for no new look at the whole queue: the claimer has a narrower
  * claim to make (a busy key's next job, ./keyClaims.ts).
  */
-import { type Duration, Effect, Fiber } from "effect"
+import { Duration, Effect, type Scope } from "effect"
 
 /** One worker's doorbell. */
 export interface Doorbell {
@@ -48,17 +48,25 @@ const realSleep = (ms: number): Effect.Effect<void> =>
 
 /**
  * A doorbell whose waiter looks again every `poll` when nothing rings, and with a `probe`
- * also rings itself when the probe's signal changes.
+ * also rings itself when the probe's signal changes. Its poll (and probe) run in one fiber, alive
+ * while `scope` is open.
  */
-export const makeDoorbell = (poll: Duration.Duration, probe?: Probe): Effect.Effect<Doorbell> =>
-  Effect.sync(() => {
+export const makeDoorbell = (poll: Duration.Duration, probe?: Probe): Effect.Effect<Doorbell, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const clock = yield* Effect.clock
+    const pollMs = Duration.toMillis(poll)
     let stopping = false
     // Whether a wake-up came while nobody waited (the next wait then ends at once), and whether
     // it asked for a look (a ring, not only a nudge).
     let pending = false
     let rung = false
-    // The waiting fiber's resume, while it waits.
+    // The waiting fiber's resume, while it waits; which wait it is, and when its poll comes (on
+    // the Clock).
     let waiter: ((wake: Effect.Effect<boolean>) => void) | undefined
+    let waits = 0
+    let pollAt = 0
+    // The timer fiber's resume while it has no wait to time.
+    let parked: ((wake: Effect.Effect<void>) => void) | undefined
     // Wakes the waiter in place (a ring's path is one callback, no fiber of its own), or leaves
     // the wake-up for the next wait.
     const wake = (look: boolean) => {
@@ -76,22 +84,53 @@ export const makeDoorbell = (poll: Duration.Duration, probe?: Probe): Effect.Eff
     // The last signal read, kept across idle spells: only a change means something new (the first
     // read counts as one: a claim that finds nothing costs less than a missed job's poll).
     let last: string | null | undefined
-    const probing = probe === undefined ? Effect.never : Effect.gen(function*() {
+    // Probes while wait `wait` lasts; returns when the signal changed (or the wait ended).
+    const probing = (wait: number) =>
+      probe === undefined ? Effect.never : Effect.gen(function*() {
+        while (true) {
+          yield* realSleep(probe.everyMs)
+          if (waits !== wait || waiter === undefined) return
+          // A failed look is a missed hint, never an error: the poll still comes. Disconnected, so a
+          // ring or a stop that ends the wait does not wait for a statement in flight to come back.
+          const seen = yield* Effect.orElseSucceed(Effect.disconnect(probe.look), () => last)
+          const changed = seen !== null && seen !== last
+          last = seen
+          if (changed) return
+        }
+      })
+    // The poll (and the probe) of every wait, in one fiber. A ring or a nudge wakes the waiter
+    // directly and leaves this fiber alone: when it wakes for a wait that has ended, it times the
+    // next one from there, or parks until there is one. (A fiber forked per wait, interrupted on
+    // the ring, put that interruption on every wake-up's path, issue 13's latency: 0.2 ms of the
+    // claim's 0.6 ms from a notification to its statement sent.)
+    const timer = Effect.gen(function*() {
       while (true) {
-        yield* realSleep(probe.everyMs)
-        // A failed look is a missed hint, never an error: the poll still comes. Disconnected, so a
-        // ring or a stop that ends the wait does not wait for a statement in flight to come back.
-        const seen = yield* Effect.orElseSucceed(Effect.disconnect(probe.look), () => last)
-        const changed = seen !== null && seen !== last
-        last = seen
-        if (changed) return
+        if (waiter === undefined) {
+          yield* Effect.async<void>((resume) => {
+            parked = resume
+          })
+          continue
+        }
+        const wait = waits
+        // A Clock that went back (the poll more than an interval away) polls now, not that much later.
+        const ahead = pollAt - clock.unsafeCurrentTimeMillis()
+        const left = ahead > pollMs ? 0 : ahead
+        if (left > 0) {
+          const polled = Effect.as(Effect.sleep(Duration.millis(left)), true)
+          const probed = probing(wait)
+          if (probe === undefined) yield* polled
+          else if ((yield* Effect.race(polled, Effect.as(probed, false))) === false) {
+            if (waits === wait && waiter !== undefined) wake(true)
+            continue
+          }
+        }
+        // Its own wait's poll only: a wait that ended meanwhile is not woken by it.
+        const now = clock.unsafeCurrentTimeMillis()
+        if (waits === wait && waiter !== undefined && (pollAt <= now || pollAt - now > pollMs)) wake(true)
       }
     })
-    // The poll (and the probe) run in one fiber forked per idle spell, which wakes the waiter with
-    // a look; a ring or a nudge wakes it directly and that fiber is interrupted, unawaited. (A race
-    // of the bell, the poll and the probe forked a fiber each and waited for the losers to stop
-    // before the claimer went on: hops on every wake-up's path, issue 13's latency.)
-    const due = probe === undefined ? Effect.sleep(poll) : Effect.race(Effect.sleep(poll), probing)
+    yield* Effect.forkScoped(timer)
+
     // A wake-up that came meanwhile ends the wait at once.
     const taken = () => {
       const look = rung
@@ -99,25 +138,18 @@ export const makeDoorbell = (poll: Duration.Duration, probe?: Probe): Effect.Eff
       rung = false
       return look
     }
-    const wait = Effect.suspend(() => {
-      let resume: ((wake: Effect.Effect<boolean>) => void) | undefined
-      // Its own wait's only: once that wait has ended, a late poll wakes nobody.
-      const ours = () => resume !== undefined && waiter === resume
-      const timer = Effect.zipRight(due, Effect.sync(() => ours() && wake(true)))
-      return Effect.flatMap(Effect.forkDaemon(timer), (timing) =>
-        Effect.ensuring(
-          Effect.async<boolean>((r) => {
-            if (pending) return r(Effect.succeed(taken()))
-            resume = r
-            waiter = r
-          }),
-          Effect.zipRight(
-            Effect.sync(() => {
-              if (ours()) waiter = undefined
-            }),
-            Fiber.interruptFork(timing)
-          )
-        ))
+    const wait = Effect.async<boolean>((resume) => {
+      if (pending) return resume(Effect.succeed(taken()))
+      waiter = resume
+      waits++
+      pollAt = clock.unsafeCurrentTimeMillis() + pollMs
+      const timing = parked
+      parked = undefined
+      timing?.(Effect.void)
+      // Interrupted (the worker stops): no longer waiting.
+      return Effect.sync(() => {
+        if (waiter === resume) waiter = undefined
+      })
     })
     // The stop sets the flag before it rings, so a waiter that read the flag unset still wakes.
     return {

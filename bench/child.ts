@@ -105,7 +105,8 @@ const runSpec = async (spec: ChildSpec): Promise<Record<string, number>> => {
         ms: r.ms,
         idealMs,
         overIdeal: r.ms / idealMs,
-        ...(r.statements === undefined ? {} : { statementsPerJob: r.statements / r.jobs })
+        ...(r.statements === undefined ? {} : { statementsPerJob: r.statements / r.jobs }),
+        ...(r.startStatements === undefined ? {} : { startStatements: r.startStatements })
       }
     }
     case "latency": {

@@ -254,7 +254,8 @@ export const SCENARIOS: ReadonlyArray<ScenarioDef> = [
     primary: "ms",
     show: (m) =>
       `${ms(get(m, "ms"))} = ${num(get(m, "overIdeal"))} × ideal` +
-      (m.statementsPerJob === undefined ? "" : `; ${num(get(m, "statementsPerJob"), 1)} statements/job`),
+      (m.statementsPerJob === undefined ? "" : `; ${num(get(m, "statementsPerJob"), 2)} statements/job`) +
+      (m.startStatements === undefined ? "" : ` (+ ${int(get(m, "startStatements"))} at worker start)`),
     ratios: [
       {
         label: "leasehold (PostgreSQL) drain ÷ graphile-worker drain",

@@ -38,8 +38,13 @@ export interface HotKeyResult {
   readonly jobs: number
   readonly sleepMs: number
   readonly ms: number
-  /** Statements sent from the worker's start to the last completion, where the system counts them. */
+  /**
+   * Statements sent from the first job's start (where `ms` starts) to the last completion, where
+   * the system counts them.
+   */
   readonly statements?: number
+  /** Statements sent from the worker's start to the first job's start (its start-up). */
+  readonly startStatements?: number
 }
 
 /** Enqueue-to-start latencies, one per job, in milliseconds (warm-up jobs excluded). */

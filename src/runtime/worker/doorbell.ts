@@ -86,7 +86,7 @@ export const makeDoorbell = (poll: Duration.Duration, probe?: Probe): Effect.Eff
     let last: string | null | undefined
     // Probes while wait `wait` lasts; returns when the signal changed (or the wait ended).
     const probing = (wait: number) =>
-      probe === undefined ? Effect.never : Effect.gen(function*() {
+      probe === undefined ? Effect.void : Effect.gen(function*() {
         while (true) {
           yield* realSleep(probe.everyMs)
           if (waits !== wait || waiter === undefined) return
@@ -98,6 +98,12 @@ export const makeDoorbell = (poll: Duration.Duration, probe?: Probe): Effect.Eff
           if (changed) return
         }
       })
+    // How long until the current wait's poll: 0 once due, or when the Clock went back (the poll
+    // more than an interval away), so as to poll now rather than that much later.
+    const untilPoll = () => {
+      const ahead = pollAt - clock.unsafeCurrentTimeMillis()
+      return ahead > pollMs ? 0 : Math.max(0, ahead)
+    }
     // The poll (and the probe) of every wait, in one fiber. A ring or a nudge wakes the waiter
     // directly and leaves this fiber alone: when it wakes for a wait that has ended, it times the
     // next one from there, or parks until there is one. (A fiber forked per wait, interrupted on
@@ -112,21 +118,17 @@ export const makeDoorbell = (poll: Duration.Duration, probe?: Probe): Effect.Eff
           continue
         }
         const wait = waits
-        // A Clock that went back (the poll more than an interval away) polls now, not that much later.
-        const ahead = pollAt - clock.unsafeCurrentTimeMillis()
-        const left = ahead > pollMs ? 0 : ahead
+        const left = untilPoll()
         if (left > 0) {
           const polled = Effect.as(Effect.sleep(Duration.millis(left)), true)
-          const probed = probing(wait)
           if (probe === undefined) yield* polled
-          else if ((yield* Effect.race(polled, Effect.as(probed, false))) === false) {
+          else if ((yield* Effect.race(polled, Effect.as(probing(wait), false))) === false) {
             if (waits === wait && waiter !== undefined) wake(true)
             continue
           }
         }
         // Its own wait's poll only: a wait that ended meanwhile is not woken by it.
-        const now = clock.unsafeCurrentTimeMillis()
-        if (waits === wait && waiter !== undefined && (pollAt <= now || pollAt - now > pollMs)) wake(true)
+        if (waits === wait && waiter !== undefined && untilPoll() === 0) wake(true)
       }
     })
     yield* Effect.forkScoped(timer)

@@ -84,15 +84,15 @@ export const makeDoorbell = (poll: Duration.Duration, probe?: Probe): Effect.Eff
     // The last signal read, kept across idle spells: only a change means something new (the first
     // read counts as one: a claim that finds nothing costs less than a missed job's poll).
     let last: string | null | undefined
-    // Probes while wait `wait` lasts; returns when the signal changed (or the wait ended).
-    const probing = (wait: number) =>
-      probe === undefined ? Effect.void : Effect.gen(function*() {
+    // Probes with `p` while wait `wait` lasts; returns when the signal changed (or the wait ended).
+    const probing = (p: Probe, wait: number) =>
+      Effect.gen(function*() {
         while (true) {
-          yield* realSleep(probe.everyMs)
+          yield* realSleep(p.everyMs)
           if (waits !== wait || waiter === undefined) return
           // A failed look is a missed hint, never an error: the poll still comes. Disconnected, so a
           // ring or a stop that ends the wait does not wait for a statement in flight to come back.
-          const seen = yield* Effect.orElseSucceed(Effect.disconnect(probe.look), () => last)
+          const seen = yield* Effect.orElseSucceed(Effect.disconnect(p.look), () => last)
           const changed = seen !== null && seen !== last
           last = seen
           if (changed) return
@@ -122,7 +122,7 @@ export const makeDoorbell = (poll: Duration.Duration, probe?: Probe): Effect.Eff
         if (left > 0) {
           const polled = Effect.as(Effect.sleep(Duration.millis(left)), true)
           if (probe === undefined) yield* polled
-          else if ((yield* Effect.race(polled, Effect.as(probing(wait), false))) === false) {
+          else if ((yield* Effect.race(polled, Effect.as(probing(probe, wait), false))) === false) {
             if (waits === wait && waiter !== undefined) wake(true)
             continue
           }

@@ -94,7 +94,10 @@ for (const adapter of ["postgres", "sqlite", "mysql"] as const) {
             expect(plan).not.toMatch(/Bitmap|Seq Scan/)
             // Why the limit is hidden in a subquery: shown the limit, on these statistics,
             // PostgreSQL reads and sorts every due row.
-            const shown = yield* explain({ ...claim, sql: claim.sql.replace(/LIMIT \(SELECT (\d+)\)/, "LIMIT $1") })
+            const shown = yield* explain({
+              sql: claim.sql.replace(/LIMIT \(SELECT (\d+)\)/, "LIMIT $1"),
+              params: claim.params
+            })
             expect(below(shown, "LockRows")).toContain("Sort")
             expect(shown).toContain("Bitmap Heap Scan")
             // The claim that also takes the claimed jobs' leases picks its rows the same way, and

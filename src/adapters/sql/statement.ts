@@ -14,7 +14,10 @@ import { checkIdentifier } from "../../core/tables.ts"
 
 export { checkIdentifier }
 
-/** SQL text and its bound parameters. */
+/**
+ * SQL text and its bound parameters. One built by `sqlFor` renders them when first read (getters,
+ * not own properties): copy one as `{ sql, params }`, never by spreading it.
+ */
 export interface Statement {
   readonly sql: string
   readonly params: ReadonlyArray<unknown>
@@ -84,15 +87,33 @@ export const joined = (parts: ReadonlyArray<Statement>, separator: string): Stat
   return { sql: "", params: [], fragment }
 }
 
+// A template's text and parameters, rendered when first read. A statement nested in another is
+// rendered by the outer one (its placeholders renumbered), so rendering each part as it is built
+// would render the inner parts once per level again: a claim or finish nests 4-5 deep and runs
+// to 3-4 kB of text, and its renders were a tenth of a hot-key job's allocation (issue 13).
+class Rendered implements Statement {
+  #sql: string | undefined
+  #params: ReadonlyArray<unknown> = []
+  constructor(private readonly syntax: Syntax, readonly fragment: Fragment) {}
+  get sql(): string {
+    if (this.#sql === undefined) {
+      const params: Array<unknown> = []
+      this.#sql = render(this.syntax, this.fragment, params)
+      this.#params = params
+    }
+    return this.#sql
+  }
+  get params(): ReadonlyArray<unknown> {
+    void this.sql
+    return this.#params
+  }
+}
+
 /**
  * A tagged template that turns `${value}` into a bound parameter, `${RawSql}` into text,
  * `${SqlList}` into a list of parameters and `${statement}` into that statement's SQL (its
  * placeholders renumbered), so SQL reads as SQL in the dialect files.
  */
 export const sqlFor =
-  (syntax: Syntax) => (strings: TemplateStringsArray, ...values: ReadonlyArray<unknown>): Statement => {
-    const fragment: Fragment = { strings: [...strings], values }
-    const params: Array<unknown> = []
-    const sql = render(syntax, fragment, params)
-    return { sql, params, fragment }
-  }
+  (syntax: Syntax) => (strings: TemplateStringsArray, ...values: ReadonlyArray<unknown>): Statement =>
+    new Rendered(syntax, { strings: [...strings], values })

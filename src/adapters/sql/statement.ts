@@ -92,20 +92,20 @@ export const joined = (parts: ReadonlyArray<Statement>, separator: string): Stat
 // would render the inner parts once per level again: a claim or finish nests 4-5 deep and runs
 // to 3-4 kB of text, and its renders were a tenth of a hot-key job's allocation (issue 13).
 class Rendered implements Statement {
-  #sql: string | undefined
-  #params: ReadonlyArray<unknown> = []
+  #done: { readonly sql: string; readonly params: ReadonlyArray<unknown> } | undefined
   constructor(private readonly syntax: Syntax, readonly fragment: Fragment) {}
   get sql(): string {
-    if (this.#sql === undefined) {
-      const params: Array<unknown> = []
-      this.#sql = render(this.syntax, this.fragment, params)
-      this.#params = params
-    }
-    return this.#sql
+    return this.#render().sql
   }
   get params(): ReadonlyArray<unknown> {
-    void this.sql
-    return this.#params
+    return this.#render().params
+  }
+  #render(): { readonly sql: string; readonly params: ReadonlyArray<unknown> } {
+    if (this.#done === undefined) {
+      const params: Array<unknown> = []
+      this.#done = { sql: render(this.syntax, this.fragment, params), params }
+    }
+    return this.#done
   }
 }
 

@@ -8,7 +8,7 @@ import { startCpu } from "./lib/cpu.ts"
 import { peakMb, processMaxMb, resetPeak } from "./lib/rss.ts"
 import type { DrainHooks, JobSystemDriver } from "./systems/types.ts"
 import { spawn } from "node:child_process"
-import { type ChildResult, type ChildSpec, ENQUEUER_FLAG, isPending, RESULT_PREFIX, type SystemId } from "./protocol.ts"
+import { type ChildResult, type ChildSpec, ENQUEUER_FLAG, RESULT_PREFIX, type SystemId } from "./protocol.ts"
 
 /**
  * Only the driver under test is loaded, so the child's RSS holds that system's code and no
@@ -172,9 +172,7 @@ const main = async () => {
   try {
     result = { status: "ok", metrics: await runSpec(spec) }
   } catch (e) {
-    result = isPending(e)
-      ? { status: "pending" }
-      : { status: "error", message: e instanceof Error ? (e.stack ?? e.message) : String(e) }
+    result = { status: "error", message: e instanceof Error ? (e.stack ?? e.message) : String(e) }
   }
   process.stdout.write(RESULT_PREFIX + JSON.stringify(result) + "\n")
   // Pools or timers a library left behind must not keep the run waiting.

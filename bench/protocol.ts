@@ -34,16 +34,9 @@ export interface ChildSpec {
 
 export type ChildResult =
   | { readonly status: "ok"; readonly metrics: Readonly<Record<string, number>> }
-  | { readonly status: "pending" }
   | { readonly status: "error"; readonly message: string }
 
 export const RESULT_PREFIX = "@@BENCH_RESULT "
-
-/** The message a leasehold slot throws until the worker is wired in: reported as "pending". */
-export const LEASEHOLD_PENDING = "leasehold worker not built yet"
-
-/** Whether an error is the pending marker. */
-export const isPending = (e: unknown): boolean => e instanceof Error && e.message === LEASEHOLD_PENDING
 
 /** pg-boss settings (the issue's "10 workers, batch 50"; the polling interval is pg-boss 10's minimum). */
 export const PG_BOSS_BATCH_SIZE = 50

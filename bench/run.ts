@@ -15,9 +15,6 @@
  * optional comparisons marked `extra` in bench/scenarios.ts, e.g. graphile-worker with one named
  * queue per job in scenario 2, which is very slow at full size).
  * Env: BENCH_PG_URL, BENCH_MYSQL_URL (admin connections; defaults: local postgres / root).
- *
- * A system whose driver throws "leasehold worker not built yet" is reported as pending and
- * not tried again in later rounds.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
@@ -198,15 +195,12 @@ interface Run {
 
 const runs = new Map<string, Array<Run>>()
 const key = (scenario: ScenarioId, system: SystemId) => `${scenario}/${system}`
-const pendingKeys = new Set<string>()
 
 const describe = (scenario: ScenarioDef, r: ChildResult): string => {
   switch (r.status) {
     case "ok":
       return scenario.show(r.metrics) +
         (r.metrics.peakRssMb === undefined ? "" : `, peak RSS ${Math.round(r.metrics.peakRssMb)} MiB`)
-    case "pending":
-      return "pending (leasehold worker not built yet)"
     case "error":
       return `ERROR ${r.message.split("\n")[0]}`
   }
@@ -230,7 +224,6 @@ for (let round = 1; round <= rounds && !interrupted; round++) {
     for (const { id: system } of order) {
       if (interrupted) break
       const k = key(scenario.id, system)
-      if (pendingKeys.has(k)) continue
       const name = dbName(system, scenario.id, round)
       let result: ChildResult
       const began = performance.now()
@@ -246,7 +239,6 @@ for (let round = 1; round <= rounds && !interrupted; round++) {
         }
       }
       if (interrupted) break
-      if (result.status === "pending") pendingKeys.add(k)
       const list = runs.get(k) ?? []
       list.push({ round, result })
       runs.set(k, list)
@@ -274,7 +266,7 @@ const outcome = (scenario: ScenarioId, system: SystemId): Outcome | undefined =>
     for (const n of names) med[n] = median(ok.flatMap((m) => (m[n] === undefined ? [] : [m[n]])))
     return { status: "ok", median: med }
   }
-  return list.some((r) => r.result.status === "pending") ? { status: "pending" } : { status: "error" }
+  return { status: "error" }
 }
 
 const planned = new Set(plan.flatMap((p) => p.systems.map((x) => key(p.scenario.id, x.id))))
@@ -345,8 +337,7 @@ const resultsJson = {
 // Markdown
 
 const cell = (s: string) => s.replace(/\|/g, "\\|")
-const statusText = (o: Outcome | undefined) =>
-  o === undefined ? "not run" : o.status === "pending" ? "pending" : o.status === "error" ? "error" : o.status
+const statusText = (o: Outcome | undefined) => o === undefined ? "not run" : o.status
 const fmtRatio = (v: number | string) => (typeof v === "number" ? `${v.toFixed(2)}×` : v)
 
 const tableRows: Array<string> = []
@@ -420,8 +411,7 @@ const markdown = [
     : "") +
   "Latency is measured in one process from just before the enqueue call to the start of the job's handler. " +
   "LeaseLock pairs use a distinct lease name per pair; the raw node-postgres row sends the statements leasehold builds (INSERT … ON CONFLICT DO UPDATE … WHERE expired RETURNING, DELETE). " +
-  "Round trips are counted with a single worker fiber, so no two claims or completions can share a statement (group commit needs concurrent fibers)." +
-  (pendingKeys.size > 0 ? " \"pending\": a leasehold scenario not wired into the harness yet." : ""),
+  "Round trips are counted with a single worker fiber, so no two claims or completions can share a statement (group commit needs concurrent fibers).",
   ""
 ].join("\n")
 

@@ -55,7 +55,6 @@ export type Metrics = Readonly<Record<string, number>>
 /** Medians of a system's metrics in a scenario, or why there are none. */
 export type Outcome =
   | { readonly status: "ok"; readonly median: Metrics }
-  | { readonly status: "pending" }
   | { readonly status: "error" }
   | { readonly status: "skipped" }
 
@@ -443,11 +442,10 @@ export const MEMORY_RATIOS: ReadonlyArray<RatioDef> = [
   }
 ]
 
-/** A ratio's value, or why it has none ("pending" when either side is pending). */
-export const ratioValue = (r: RatioDef, lookup: Lookup): number | "pending" | "n/a" => {
+/** A ratio's value, or "n/a" when either side has no median. */
+export const ratioValue = (r: RatioDef, lookup: Lookup): number | "n/a" => {
   const a = lookup(r.num[0], r.num[1])
   const b = lookup(r.den[0], r.den[1])
-  if (a?.status === "pending" || b?.status === "pending") return "pending"
   if (a?.status !== "ok" || b?.status !== "ok") return "n/a"
   const x = a.median[r.num[2]]
   const y = b.median[r.den[2]]

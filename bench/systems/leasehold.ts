@@ -1,9 +1,7 @@
 /**
- * leasehold's job scenarios: SLOTS TO FILL once the worker exists.
- *
- * Each function below currently throws `new Error(LEASEHOLD_PENDING)`; the orchestrator
- * (`bench/run.ts`) recognises exactly that message, prints "pending" for the scenario and
- * stops trying it in later rounds. Replace a body and the scenario runs; nothing else changes.
+ * leasehold's side of the job scenarios (bench/scenarios.ts): each function runs one scenario in
+ * the bench's child process (bench/child.ts), on a database created for it, and returns what the
+ * orchestrator (bench/run.ts) reports.
  *
  * Shape (see `./types.ts`, `JobSystemDriver`; the peers in `./graphile.ts` and `./pgboss.ts`
  * implement the same functions):
@@ -44,7 +42,7 @@ import * as Leasehold from "../../src/runtime/Leasehold.ts"
 import * as Migrator from "../../src/runtime/migrate.ts"
 import * as Worker from "../../src/runtime/Worker.ts"
 import { countingLayer, sqlLayer, StatementCount, type StatementCountApi } from "../lib/sql.ts"
-import { CROSS_GAP_MS, CROSS_WARMUP, epochNow, isPending, LEASEHOLD_PENDING } from "../protocol.ts"
+import { CROSS_GAP_MS, CROSS_WARMUP, epochNow } from "../protocol.ts"
 import type {
   Background,
   CrossLatencyResult,
@@ -59,9 +57,6 @@ import type {
 
 /** How long the idle worker's statements are counted before the cross-process enqueues (s). */
 const IDLE_WINDOW_S = 5
-
-/** The message the orchestrator treats as "not built yet" (defined in ../protocol.ts). */
-export { isPending, LEASEHOLD_PENDING }
 
 const Payload = Schema.Struct({
   i: Schema.Number,

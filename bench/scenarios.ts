@@ -442,7 +442,7 @@ export const MEMORY_RATIOS: ReadonlyArray<RatioDef> = [
   }
 ]
 
-/** A ratio's value, or "n/a" when either side has no median. */
+/** A ratio's value, or "n/a" when it has none (a side without a median or the metric, or a zero denominator). */
 export const ratioValue = (r: RatioDef, lookup: Lookup): number | "n/a" => {
   const a = lookup(r.num[0], r.num[1])
   const b = lookup(r.den[0], r.den[1])

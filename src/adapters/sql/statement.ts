@@ -94,7 +94,7 @@ export const joined = (parts: ReadonlyArray<Statement>, separator: string): Stat
 // rendering once took 5 % off the whole (issue 13). The template's strings are kept as given: the
 // runtime makes one frozen array per call site.
 class Rendered implements Statement {
-  #done: { readonly sql: string; readonly params: ReadonlyArray<unknown> } | undefined
+  #done: Pick<Statement, "sql" | "params"> | undefined
   constructor(private readonly syntax: Syntax, readonly fragment: Fragment) {}
   get sql(): string {
     return this.#render().sql
@@ -102,7 +102,7 @@ class Rendered implements Statement {
   get params(): ReadonlyArray<unknown> {
     return this.#render().params
   }
-  #render(): { readonly sql: string; readonly params: ReadonlyArray<unknown> } {
+  #render(): Pick<Statement, "sql" | "params"> {
     if (this.#done === undefined) {
       const params: Array<unknown> = []
       this.#done = { sql: render(this.syntax, this.fragment, params), params }

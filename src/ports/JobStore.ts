@@ -51,6 +51,12 @@ export interface JobStoreApi {
   /** The idle probe of this database, if it needs one (src/runtime/worker/doorbell.ts sends it). */
   readonly idleProbe: Option.Option<IdleProbe>
   /**
+   * Its statements wait on a round trip to a database server (not SQLite, which runs in this
+   * process): a long-running worker's runner then starts its next job while a plain attempt's
+   * outcome is written (src/runtime/worker/longRunning.ts).
+   */
+  readonly remote: boolean
+  /**
    * Inserts the job, or finds the existing one with the same unique key. A key held by a
    * finished job only until it finished (src/core/transitions.ts `keyFreed`) is freed and taken.
    * Outside a transaction, the caller rings this process's workers itself (`enqueue` does,

@@ -219,6 +219,52 @@ export const workerConformance = (adapter: AdapterName) =>
       })
     ))
 
+    it.effect("a runner starts its next job while a plain outcome is written (not on SQLite); closing waits for the write", () => (
+      Effect.gen(function*() {
+        // Outcome writes are held until `writes` opens (a slow database, as the worker sees it).
+        const writes = yield* Deferred.make<void>()
+        yield* withJobs(
+          [Ok],
+          withLog(Effect.gen(function*() {
+            const store = yield* JobStore
+            const held = JobStore.of({
+              ...store,
+              finish: (input) => Effect.zipRight(Deferred.await(writes), store.finish(input))
+            })
+            const a = yield* enqueue(Ok, { n: 1 })
+            const b = yield* enqueue(Ok, { n: 2 })
+            const { scope } = yield* Effect.provideService(
+              startWorker({ host: "wb", concurrency: 1, pollInterval: "20 millis", gracePeriod: "10 seconds" }),
+              JobStore,
+              held
+            )
+            const log = yield* RunLog
+            const ran = Effect.map(Ref.get(log), (l) => l.map((e) => e.n).sort())
+            if (store.remote) {
+              // One runner ran both jobs: it did not wait for the first one's outcome to be written.
+              yield* eventually(Effect.map(ran, (n) => n.length === 2))
+              expect(yield* ran).toEqual([1, 2])
+              expect([(yield* row(a.id)).status, (yield* row(b.id)).status]).toEqual(["processing", "processing"])
+            } else {
+              // SQLite: the runner waits for the write, which costs no round trip to a server.
+              yield* eventually(Effect.map(ran, (n) => n.length === 1))
+              yield* settle
+              expect(yield* ran).toEqual([1])
+            }
+            // Closing the worker's scope waits for the write still to come.
+            const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+            yield* settle
+            expect(closing.unsafePoll()).toBeNull()
+            yield* Deferred.succeed(writes, undefined)
+            yield* Fiber.join(closing)
+            expect((yield* row(a.id)).status).toBe("completed")
+            // On SQLite the second job never started: it was given back (or never claimed).
+            expect((yield* row(b.id)).status).toBe(store.remote ? "completed" : "pending")
+          }))
+        )
+      })
+    ))
+
     it.effect("an enqueue wakes an idle worker of the same process at once, not after its poll interval", () => (
       withJobs(
         [Ok],

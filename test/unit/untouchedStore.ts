@@ -13,7 +13,7 @@ import { type AnyJobType, Jobs, jobsLayer } from "../../src/runtime/Job.ts"
 const effectMembers = new Set(["counts", "listHosts", "ensureTable", "tableExists", "list"])
 
 /** Store members that are plain values, read when a worker starts: what they hold is no store call. */
-const valueMembers: Readonly<Record<string, unknown>> = { idleProbe: Option.none() }
+const valueMembers: Readonly<Record<string, unknown>> = { idleProbe: Option.none(), remote: true }
 
 const untouchable = <S extends object>(label: string, touched: Array<string>): S =>
   new Proxy({} as S, {

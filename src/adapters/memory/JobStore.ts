@@ -230,6 +230,8 @@ export const makeMemoryJobStore = (
     tables,
     // One process: its enqueues ring its workers directly (src/adapters/localWakeups.ts).
     idleProbe: Option.none(),
+    // The model of the server databases, whose worker writes plain outcomes behind its next job.
+    remote: true,
     insert: (job) => Effect.map(insertAll([job]), (r) => r[0]!),
     insertMany: insertAll,
     claim,

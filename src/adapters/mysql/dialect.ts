@@ -25,6 +25,7 @@ const handOffWhere = ({ sql, jobs }: JobSqlContext, leaseName: string, now: numb
 /** The MySQL / MariaDB dialect. */
 export const mysql: Dialect = {
   syntax,
+  inProcess: false,
   lease: {
     createTable: (t) =>
       sql`CREATE TABLE IF NOT EXISTS ${t} (

@@ -56,6 +56,7 @@ const claimDue = ({ jobs, sql }: JobSqlContext, { due, limit, onePerKey, set }: 
 /** The PostgreSQL dialect. */
 export const postgres: Dialect = {
   syntax,
+  inProcess: false,
   lease: {
     createTable: (t) =>
       sql`CREATE TABLE IF NOT EXISTS ${t} (

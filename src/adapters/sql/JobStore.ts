@@ -726,6 +726,7 @@ export const make = (
     return JobStore.of({
       tables,
       idleProbe,
+      remote: !dialect.inProcess,
       // A deadlock on the unique key rolled the insert back; sending it again is safe.
       insert: (job) => retryTransient(dialect, "enqueue", Effect.map(insertSettled([job], insertOne), (r) => r[0]!)),
       // One transaction (the caller's, when there is one), one INSERT per chunk of rows.

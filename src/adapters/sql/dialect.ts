@@ -81,6 +81,11 @@ export interface FenceDialect {
 /** Everything that differs between databases, one value per dialect file. */
 export interface Dialect {
   readonly syntax: Syntax
+  /**
+   * The database runs in this process (SQLite): a statement waits on no round trip to a server,
+   * so nothing is gained by doing other work while it runs (JobStoreApi `remote`).
+   */
+  readonly inProcess: boolean
   readonly lease: LeaseDialect
   readonly fences: FenceDialect
   readonly jobs: JobDialect

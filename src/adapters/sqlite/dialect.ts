@@ -33,6 +33,7 @@ const claimStatement = ({ sql, jobs }: JobSqlContext, { set, due, capped, limit,
 /** The SQLite dialect. */
 export const sqlite: Dialect = {
   syntax,
+  inProcess: true,
   lease: {
     createTable: (t) =>
       sql`CREATE TABLE IF NOT EXISTS ${t} (

@@ -151,16 +151,23 @@ const defer = (
  * lease.ts isClaimLeaseFresh). Undefined when it was taken over meanwhile: the attempt then takes
  * its lease as if the claim had not.
  */
-const stillHeld = (claimed: HeldLease, token: string, claimTimeout: number | null) =>
-  Effect.gen(function*() {
-    const now = yield* Clock.currentTimeMillis
-    if (isClaimLeaseFresh(claimed.expiresAt, now, claimTimeout)) return claimed
+const stillHeld = (
+  claimed: HeldLease,
+  token: string,
+  claimTimeout: number | null
+): Effect.Effect<HeldLease | undefined, never, JobLeases> =>
+  // The Clock read in place: a fresh lease, nearly every one, costs no further step.
+  Effect.clockWith((clock) => {
+    const now = clock.unsafeCurrentTimeMillis()
+    if (isClaimLeaseFresh(claimed.expiresAt, now, claimTimeout)) return Effect.succeed(claimed)
     const expiresAt = leaseExpiresAt(now, claimTimeout)
-    const renewed = yield* Effect.orElseSucceed(
-      Effect.flatMap(JobLeases, (l) => l.renew({ name: claimed.name, owner: token, now, expiresAt })),
-      () => false
+    return Effect.map(
+      Effect.orElseSucceed(
+        Effect.flatMap(JobLeases, (l) => l.renew({ name: claimed.name, owner: token, now, expiresAt })),
+        () => false
+      ),
+      (renewed) => (renewed ? { ...claimed, expiresAt } : undefined)
     )
-    return renewed ? { ...claimed, expiresAt } : undefined
   })
 
 /**
@@ -191,6 +198,12 @@ export interface RunClaimedOptions {
    * a long-running worker's runner sets them per attempt. Default: they are added for the attempt.
    */
   readonly annotated?: boolean | undefined
+  /**
+   * Called once perform has succeeded, unless the attempt passes its lease to one waiting for it
+   * in this worker (./keyGate.ts): all that is left is its outcome write, and its lease's release
+   * (a long-running worker's runner starts its next job meanwhile, ./longRunning.ts).
+   */
+  readonly performed?: (() => void) | undefined
 }
 
 /** The log annotations every line of an attempt of `job` carries, added to `base`. */
@@ -208,7 +221,10 @@ export const runClaimed = (
 ): Effect.Effect<ProcessResult, SqlError, WorkerServices> => {
   const traced = traceAttempt(
     job,
-    observeAttempt(job, runAttempt(job, o, options.timer, options.recheck ?? false, options.gate)),
+    observeAttempt(
+      job,
+      runAttempt(job, o, options.timer, options.recheck ?? false, options.gate, options.performed, options.annotated)
+    ),
     options.rootSpan ?? false
   )
   return options.annotated === true
@@ -221,7 +237,9 @@ const runAttempt = (
   o: Resolved,
   timer: Watch | undefined,
   recheck: boolean,
-  gate: KeyGate | undefined
+  gate: KeyGate | undefined,
+  performed: (() => void) | undefined,
+  annotated: boolean | undefined
 ): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
   Effect.gen(function*() {
     // The attempt's services in one read of the context (a step per service otherwise).
@@ -348,9 +366,16 @@ const runAttempt = (
       yield* annotateAttempt("leasehold.lease.fencing_token", String(held.fencingToken))
     }
 
-    // Annotated only with a lease: an annotation copies the fiber's every FiberRef.
+    // Annotated only with a lease: an annotation in scope copies the fiber's every FiberRef. A
+    // fiber that carries the attempt's annotations already (`annotated`) is the attempt's until
+    // its runner sets the next one's, so the lease's name is simply added to them.
     const performing = perform(job, registered.value, payload, o.host, held, timer)
-    const exit = yield* (leaseName === undefined ? performing : Effect.annotateLogs(performing, { leaseName }))
+    if (leaseName !== undefined && annotated === true) {
+      yield* FiberRef.update(FiberRef.currentLogAnnotations, HashMap.set("leaseName", leaseName as unknown))
+    }
+    const exit = yield* (leaseName === undefined || annotated === true
+      ? performing
+      : Effect.annotateLogs(performing, { leaseName }))
     const failedWith = (is: (e: unknown) => boolean) =>
       Exit.isFailure(exit) && Option.exists(Cause.failureOption(exit.cause), is)
     const timedOut = failedWith((e) =>
@@ -363,6 +388,8 @@ const runAttempt = (
     // passes the lease straight to it and wakes no waiter in the database, and it starts without
     // taking the lease (unless a job waits on it asleep, `unlessWaiting`: then the write hands off).
     const next = gate !== undefined && held !== undefined && !timedOut ? yield* gate.finishing(token) : undefined
+    // Succeeded, and its lease (if any) goes to nobody waiting here: only the write is left.
+    if (next === undefined && Exit.isSuccess(exit)) performed?.()
     let handedOff = false
     const release: Held | undefined = timedOut || held === undefined ? undefined : {
       ...held,

@@ -44,6 +44,8 @@ import { claimInput, reapWith } from "./turns.ts"
 import { attemptAnnotations, RECHECK_AFTER_MS, runClaimed } from "./attempt.ts"
 import { makeKeyClaims } from "./keyClaims.ts"
 import { makeKeyGate } from "./keyGate.ts"
+import { CLAIM_AHEAD_MS, makeStartTimes, MAX_AHEAD_FACTOR } from "./claimAhead.ts"
+import { unsafeMakeOneShot } from "../../core/oneShot.ts"
 import { handOffNow } from "./outcome.ts"
 import { runScheduler } from "./scheduler.ts"
 
@@ -81,15 +83,15 @@ export class WorkerHandle extends Context.Tag("leasehold/Worker")<WorkerHandle, 
 
 /**
  * Runs a worker for as long as the layer's scope is open: a claimer fiber claims due jobs in
- * batches for `concurrency` runner fibers (up to `concurrency` claimed ahead), a reaper runs
+ * batches for `concurrency` runner fibers (claimed ahead by how fast they start them), a reaper runs
  * every `reapInterval`, and the host row is refreshed. An idle claimer polls, and wakes at once
  * on an enqueue or hand-off in this process or a wake-up signal: the `Wakeups` service in
  * context, or else the ones the current SqlClient offers (LISTEN/NOTIFY with a `PgClient`).
  *
  * When the scope closes (including on SIGINT/SIGTERM under `NodeRuntime.runMain`), the worker
  * stops claiming, hands back the claimed jobs no runner started, lets running attempts finish
- * within `gracePeriod`, then interrupts them and hands them back at once: pending, attempt given
- * back, leases released and handed off (./handBack.ts).
+ * (and outcomes still being written land) within `gracePeriod`, then interrupts them and hands
+ * them back at once: pending, attempt given back, leases released and handed off (./handBack.ts).
  */
 export const make = (
   config: WorkerConfig = {}
@@ -142,15 +144,22 @@ export const make = (
     // most once a second, since a busy claimer's reads were a statement every poll.
     const isDraining = yield* cachedDraining(store, o.host, Duration.max(poll, DRAIN_STATE_MIN_AGE))
 
-    // Claimed jobs not yet started. The claimer keeps up to `concurrency` of them ahead of the
-    // runners, so a runner that ends an attempt starts the next one without waiting for a claim
-    // (issue 13: claims and runs in lock-step left both Node and the database half idle).
+    // Claimed jobs not yet started. The claimer keeps some of them ahead of the runners, so a
+    // runner that ends an attempt starts the next one without waiting for a claim (issue 13:
+    // claims and runs in lock-step left both Node and the database half idle): `concurrency`, or
+    // as many as the runners started in the last CLAIM_AHEAD_MS if more, up to MAX_AHEAD_FACTOR
+    // × `concurrency`. Quick jobs are so claimed in batches that last the runners a few
+    // milliseconds, while slow ones are not held back from other workers.
     const ready = yield* Queue.unbounded<Buffered>()
     const room = { active: 0, buffered: 0, contended: 0 }
+    const starts = makeStartTimes(concurrency * MAX_AHEAD_FACTOR)
     // Claiming ahead pays on a queue of independent jobs; on a busy concurrency key it only
     // claims jobs to defer (issue 13's hot key). After a deferral, the next 2 × `concurrency`
     // claims are for idle runners only.
-    const capacity = () => (room.contended > 0 ? concurrency : concurrency * 2)
+    const capacity = () =>
+      room.contended > 0
+        ? concurrency
+        : concurrency + Math.max(concurrency, starts.since(clock.unsafeCurrentTimeMillis() - CLAIM_AHEAD_MS))
     // A batch claim waits until half the buffer's room is free, unless the runners have nothing left.
     const batch = Math.max(1, Math.ceil(concurrency / 2))
     const slotFreed = yield* Queue.sliding<void>(1)
@@ -226,8 +235,8 @@ export const make = (
     // What the end of an attempt settles, in place. A release skipped its hand-off for an attempt
     // that did not take the lease after all (./keyGate.ts): the key's next waiter is woken by the
     // returned effect (never this job itself). An interrupted attempt is remembered for the
-    // hand-back (./handBack.ts). The slot is free (a signal: the queue slides) whatever happens.
-    const settle = (job: JobRow, exit: Exit.Exit<unknown, unknown>) => {
+    // hand-back (./handBack.ts). Its runner is free (if it was not already), whatever happens.
+    const settle = (job: JobRow, exit: Exit.Exit<unknown, unknown>, free: () => void) => {
       let owed: string | undefined
       try {
         owed = gate.leave(job.claimToken!)
@@ -236,57 +245,84 @@ export const make = (
         // A key the claim skipped has room again: claim its next job while this one's successor runs.
         if (keyClaims.ended(job)) bell.nudge()
       } finally {
-        room.active--
-        Queue.unsafeOffer(slotFreed, undefined)
+        free()
       }
       return owed === undefined ? Effect.void : handOffNow(owed, job.id)
     }
     // One attempt, settled however it ends: the end is handled in one uninterruptible step (an
     // acquire/use/release and an `ensuring` were a tenth of the worker's steps per job, issue 13).
-    const attemptOf = (job: JobRow, recheck: boolean) =>
+    // `behind`: its runner may be freed before its end, once perform has succeeded (see `attempts`).
+    const attemptOf = (job: JobRow, recheck: boolean, free: () => void, behind: boolean) =>
       Effect.uninterruptibleMask((restore) => {
-        room.active++
         running(1)
+        const performed = behind ? free : undefined
         return Effect.matchCauseEffect(
-          restore(runClaimed(job, o, { timer, recheck, rootSpan: true, gate, annotated: true })),
+          restore(runClaimed(job, o, { timer, recheck, rootSpan: true, gate, annotated: true, performed })),
           {
-            onFailure: (cause) => Effect.zipRight(settle(job, Exit.failCause(cause)), Effect.failCause(cause)),
-            onSuccess: (result) => Effect.as(settle(job, Exit.succeed(result)), result)
+            onFailure: (cause) => Effect.zipRight(settle(job, Exit.failCause(cause), free), Effect.failCause(cause)),
+            onSuccess: (result) => Effect.as(settle(job, Exit.succeed(result), free), result)
           }
         )
       })
+    // The rest of an attempt once its runner has let go of it: its outcome, and what it reports.
+    const finished = (job: JobRow, attempt: Effect.Effect<ProcessResult, SqlError, WorkerServices>) =>
+      Effect.flatMap(
+        Effect.catchAllCause(attempt, (cause) =>
+          // The outcome could not be written (the database went away mid-attempt): the row stays
+          // processing and the reaper takes it back.
+          Cause.isInterruptedOnly(cause)
+            ? Effect.failCause(cause)
+            : Effect.as(
+              Effect.logWarning(
+                `attempt of ${job.name} ${job.id} ended without an outcome (${
+                  explain(Cause.squash(cause))
+                }); the reaper will take it back`,
+                cause
+              ),
+              undefined
+            )),
+        (result) => {
+          if (result === undefined) return Effect.void
+          if (result._tag === "Deferred") room.contended = concurrency * 2
+          return record(result)
+        }
+      )
 
+    // Attempts on a database server run in a fiber of their own: the runner waits for one only
+    // until perform has succeeded (`performed`), then starts its next job while the attempt writes
+    // its outcome (and releases its lease), which a group commit takes with the others' (issue 13:
+    // runners that waited for every write kept the drain half idle). An attempt that fails, or
+    // passes its lease to the next run of its key waiting here, holds its runner to its end; so
+    // does every attempt on SQLite, whose writes wait on no server (JobStoreApi `remote`).
+    const attempts = new Set<Fiber.RuntimeFiber<void, unknown>>()
     // The runners' own log annotations (the worker's), to which each attempt adds its job's.
     const annotations = yield* FiberRef.get(FiberRef.currentLogAnnotations)
     const runner = Effect.forever(Effect.gen(function*() {
       const { claimedAt, job } = yield* Queue.take(ready)
+      const now = clock.unsafeCurrentTimeMillis()
       // A job that waited in the buffer is read again before it starts: it may have been
       // cancelled since its claim (RECHECK_AFTER_MS).
-      const recheck = clock.unsafeCurrentTimeMillis() - claimedAt >= RECHECK_AFTER_MS
+      const recheck = now - claimedAt >= RECHECK_AFTER_MS
       room.buffered--
-      // Set for the attempt and left until the next one replaces them: a runner logs nothing
-      // between attempts (a scoped annotation was a set, a reset and an acquire/release per job).
+      room.active++
+      starts.add(now)
+      const freed = unsafeMakeOneShot<void, never>()
+      let holding = true
+      const free = () => {
+        if (!holding) return
+        holding = false
+        room.active--
+        Queue.unsafeOffer(slotFreed, undefined)
+        freed.complete(Exit.void)
+      }
+      // Set on the runner for the attempt's fiber to inherit, and left until the next one
+      // replaces them: a runner logs nothing between attempts.
       yield* FiberRef.set(FiberRef.currentLogAnnotations, attemptAnnotations(annotations, job))
-      const result = yield* Effect.catchAllCause(attemptOf(job, recheck), (cause) =>
-        // The outcome could not be written (the database went away mid-attempt): the row stays
-        // processing and the reaper takes it back.
-        Cause.isInterruptedOnly(cause)
-          ? Effect.failCause(cause)
-          : Effect.as(
-            Effect.logWarning(
-              `attempt of ${job.name} ${job.id} ended without an outcome (${
-                explain(Cause.squash(cause))
-              }); the reaper will take it back`,
-              cause
-            ),
-            undefined
-          ))
-      if (result?._tag === "Deferred") {
-        room.contended = concurrency * 2
-      }
-      if (result !== undefined) {
-        yield* record(result)
-      }
+      if (!store.remote) return yield* finished(job, attemptOf(job, recheck, free, false))
+      const fiber = yield* Effect.forkDaemon(finished(job, attemptOf(job, recheck, free, true)))
+      attempts.add(fiber)
+      fiber.addObserver(() => attempts.delete(fiber))
+      yield* freed.await
     }))
 
     const runners = yield* Effect.forEach(Array.from({ length: concurrency }), () => Effect.forkDaemon(runner), {
@@ -350,13 +386,15 @@ export const make = (
         room.buffered -= unstarted.length
         yield* Queue.shutdown(ready)
         yield* hands.handBack(Chunk.toReadonlyArray(unstarted).map((b) => b.job))
-        if (Option.isNone(yield* within(Fiber.awaitAll(runners)))) {
+        // Attempts whose runner has moved on may still be writing their outcome: waited for too.
+        const allEnded = Effect.zipRight(Fiber.awaitAll(runners), Effect.suspend(() => Fiber.awaitAll([...attempts])))
+        if (Option.isNone(yield* within(allEnded))) {
           yield* Effect.logWarning(
             `worker ${o.host}: attempts still running after the grace period; interrupting them and handing them back`
           )
           // An attempt whose perform does not stop within another grace period is not handed
           // back: it is left to the reaper, and its lease to expire.
-          yield* within(Fiber.interruptAll(runners))
+          yield* within(Effect.zipRight(Fiber.interruptAll([...attempts]), Fiber.interruptAll(runners)))
           yield* hands.handBack([])
         }
         yield* Effect.logInfo(`worker ${o.host} stopped`)

@@ -11,6 +11,7 @@ import { define, enqueue } from "../../src/runtime/Job.ts"
 import * as Worker from "../../src/runtime/Worker.ts"
 import { type AdapterName, layerFor } from "../support/databases.ts"
 import { eventually, gated, Ok, Payload, RunLog, settle, withJobs } from "../support/jobs.ts"
+import { MAX_AHEAD_FACTOR } from "../../src/runtime/worker/claimAhead.ts"
 import { parseScrape } from "../support/prometheus.ts"
 
 const T0 = 1_791_039_632_175
@@ -260,6 +261,40 @@ export const workerConformance = (adapter: AdapterName) =>
             expect((yield* row(a.id)).status).toBe("completed")
             // On SQLite the second job never started: it was given back (or never claimed).
             expect((yield* row(b.id)).status).toBe(store.remote ? "completed" : "pending")
+          }))
+        )
+      })
+    ))
+
+    it.effect("outcomes written behind their runners are bounded: past 9 × concurrency, runners wait for writes", () => (
+      Effect.gen(function*() {
+        const writes = yield* Deferred.make<void>()
+        yield* withJobs(
+          [Ok],
+          withLog(Effect.gen(function*() {
+            const store = yield* JobStore
+            const held = JobStore.of({
+              ...store,
+              finish: (input) => Effect.zipRight(Deferred.await(writes), store.finish(input))
+            })
+            const ids: Array<string> = []
+            for (let n = 0; n < MAX_AHEAD_FACTOR + 5; n++) ids.push((yield* enqueue(Ok, { n })).id)
+            const { scope } = yield* Effect.provideService(
+              startWorker({ host: "wb-bound", concurrency: 1, pollInterval: "20 millis", gracePeriod: "10 seconds" }),
+              JobStore,
+              held
+            )
+            const log = yield* RunLog
+            // SQLite's runner waits for each write: one run. Elsewhere, one per outcome it may write behind.
+            const bound = store.remote ? MAX_AHEAD_FACTOR : 1
+            yield* eventually(Effect.map(Ref.get(log), (l) => l.length === bound))
+            yield* settle
+            yield* settle
+            expect((yield* Ref.get(log)).length).toBe(bound)
+            yield* Deferred.succeed(writes, undefined)
+            yield* eventually(Effect.map(Ref.get(log), (l) => l.length === ids.length))
+            yield* Scope.close(scope, Exit.void)
+            for (const id of ids) expect((yield* row(id)).status).toBe("completed")
           }))
         )
       })

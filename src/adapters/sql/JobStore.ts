@@ -440,6 +440,13 @@ export const make = (
             const done = of("done")
             const released = of("released")
             if (r.some((x) => x.kind === "woke" && int(x.a) > 0)) yield* LocalWakeups.ring(tables.channel)
+            // Answered on the first try, the rows tell each attempt's outcome and release at once.
+            if (tries === 1) {
+              return items.map((i): Finished => ({
+                written: done.has(key(i.id, i.token)),
+                lease: released.has(key(i.lease, i.token)) ? "released" : "lost"
+              }))
+            }
             // Sent again after a lost reply, the first try may have written and released: the rows
             // and the lease table tell, for each attempt (its hand-off went with its release).
             return yield* Effect.forEach(items, (i) =>

@@ -236,7 +236,7 @@ export const make = (
     // that did not take the lease after all (./keyGate.ts): the key's next waiter is woken by the
     // returned effect (never this job itself). An interrupted attempt is remembered for the
     // hand-back (./handBack.ts). Its runner is free (if it was not already), whatever happens.
-    const settle = (job: JobRow, exit: Exit.Exit<unknown, unknown>, free: () => void) => {
+    const settle = (job: JobRow, exit: Exit.Exit<unknown, unknown>, free: (early: boolean) => void) => {
       let owed: string | undefined
       try {
         owed = gate.leave(job.claimToken!)
@@ -245,17 +245,17 @@ export const make = (
         // A key the claim skipped has room again: claim its next job while this one's successor runs.
         if (keyClaims.ended(job)) bell.nudge()
       } finally {
-        free()
+        free(false)
       }
       return owed === undefined ? Effect.void : handOffNow(owed, job.id)
     }
     // One attempt, settled however it ends: the end is handled in one uninterruptible step (an
     // acquire/use/release and an `ensuring` were a tenth of the worker's steps per job, issue 13).
     // `behind`: its runner may be freed before its end, once perform has succeeded (see `attempts`).
-    const attemptOf = (job: JobRow, recheck: boolean, free: () => void, behind: boolean) =>
+    const attemptOf = (job: JobRow, recheck: boolean, free: (early: boolean) => void, behind: boolean) =>
       Effect.uninterruptibleMask((restore) => {
         running(1)
-        const performed = behind ? free : undefined
+        const performed = behind ? () => free(true) : undefined
         return Effect.matchCauseEffect(
           restore(runClaimed(job, o, { timer, recheck, rootSpan: true, gate, annotated: true, performed })),
           {
@@ -295,6 +295,21 @@ export const make = (
     // passes its lease to the next run of its key waiting here, holds its runner to its end; so
     // does every attempt on SQLite, whose writes wait on no server (JobStoreApi `remote`).
     const attempts = new Set<Fiber.RuntimeFiber<void, unknown>>()
+    // Outcomes being written behind their runners, at most as many as are claimed ahead: past
+    // that, runners wait for writes to land (a drain of 100,000 jobs otherwise claimed faster than
+    // it wrote, and held tens of thousands of attempts waiting for their writes).
+    const maxBehind = concurrency * MAX_AHEAD_FACTOR
+    let behind = 0
+    let roomBehind = unsafeMakeOneShot<void, never>()
+    const wroteBehind = () => {
+      behind--
+      const signal = roomBehind
+      roomBehind = unsafeMakeOneShot<void, never>()
+      signal.complete(Exit.void)
+    }
+    const waitForRoomBehind: Effect.Effect<void> = Effect.suspend(() =>
+      behind < maxBehind ? Effect.void : Effect.zipRight(roomBehind.await, waitForRoomBehind)
+    )
     // The runners' own log annotations (the worker's), to which each attempt adds its job's.
     const annotations = yield* FiberRef.get(FiberRef.currentLogAnnotations)
     const runner = Effect.forever(Effect.gen(function*() {
@@ -307,10 +322,16 @@ export const make = (
       room.active++
       starts.add(now)
       const freed = unsafeMakeOneShot<void, never>()
-      let holding = true
-      const free = () => {
-        if (!holding) return
-        holding = false
+      // Holding its runner; then, freed early, writing behind it; then ended.
+      let stage: "holding" | "behind" | "ended" = "holding"
+      const free = (early: boolean) => {
+        if (stage === "behind" && !early) {
+          stage = "ended"
+          return wroteBehind()
+        }
+        if (stage !== "holding") return
+        stage = early ? "behind" : "ended"
+        if (early) behind++
         room.active--
         Queue.unsafeOffer(slotFreed, undefined)
         freed.complete(Exit.void)
@@ -323,6 +344,7 @@ export const make = (
       attempts.add(fiber)
       fiber.addObserver(() => attempts.delete(fiber))
       yield* freed.await
+      yield* waitForRoomBehind
     }))
 
     const runners = yield* Effect.forEach(Array.from({ length: concurrency }), () => Effect.forkDaemon(runner), {

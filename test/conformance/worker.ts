@@ -31,6 +31,25 @@ export const startWorker = (config: Worker.WorkerConfig) =>
     return { scope, api: Context.get(context, Worker.WorkerHandle) }
   })
 
+/**
+ * A worker whose outcome writes wait until `writes` opens (a slow database, as the worker sees
+ * it), with the store below it.
+ */
+const startWritingLate = (host: string, writes: Deferred.Deferred<void>, concurrency = 1) =>
+  Effect.gen(function*() {
+    const store = yield* JobStore
+    const late = JobStore.of({
+      ...store,
+      finish: (input) => Effect.zipRight(Deferred.await(writes), store.finish(input))
+    })
+    const { scope } = yield* Effect.provideService(
+      startWorker({ host, concurrency, pollInterval: "20 millis", gracePeriod: "10 seconds" }),
+      JobStore,
+      late
+    )
+    return { scope, store }
+  })
+
 export const workerConformance = (adapter: AdapterName) =>
   layer(layerFor(adapter, "wk"), { timeout: 180_000 })(`Hosts and worker conformance on ${adapter}`, (it) => {
     it.effect("per-host cap: at the cap a host claims nothing (capped); below it runs; other hosts' jobs don't count", () =>
@@ -222,23 +241,13 @@ export const workerConformance = (adapter: AdapterName) =>
 
     it.effect("a runner starts its next job while a plain outcome is written (not on SQLite); closing waits for the write", () => (
       Effect.gen(function*() {
-        // Outcome writes are held until `writes` opens (a slow database, as the worker sees it).
         const writes = yield* Deferred.make<void>()
         yield* withJobs(
           [Ok],
           withLog(Effect.gen(function*() {
-            const store = yield* JobStore
-            const held = JobStore.of({
-              ...store,
-              finish: (input) => Effect.zipRight(Deferred.await(writes), store.finish(input))
-            })
             const a = yield* enqueue(Ok, { n: 1 })
             const b = yield* enqueue(Ok, { n: 2 })
-            const { scope } = yield* Effect.provideService(
-              startWorker({ host: "wb", concurrency: 1, pollInterval: "20 millis", gracePeriod: "10 seconds" }),
-              JobStore,
-              held
-            )
+            const { scope, store } = yield* startWritingLate("wb", writes)
             const log = yield* RunLog
             const ran = Effect.map(Ref.get(log), (l) => l.map((e) => e.n).sort())
             if (store.remote) {
@@ -266,27 +275,20 @@ export const workerConformance = (adapter: AdapterName) =>
       })
     ))
 
-    it.effect("outcomes written behind their runners are bounded: past 9 × concurrency, runners wait for writes", () => (
+    it.effect("outcomes written behind their runners are bounded: past 9 × concurrency, runners wait for writes, and all go on", () => (
       Effect.gen(function*() {
         const writes = yield* Deferred.make<void>()
         yield* withJobs(
           [Ok],
           withLog(Effect.gen(function*() {
-            const store = yield* JobStore
-            const held = JobStore.of({
-              ...store,
-              finish: (input) => Effect.zipRight(Deferred.await(writes), store.finish(input))
-            })
             const ids: Array<string> = []
-            for (let n = 0; n < MAX_AHEAD_FACTOR + 5; n++) ids.push((yield* enqueue(Ok, { n })).id)
-            const { scope } = yield* Effect.provideService(
-              startWorker({ host: "wb-bound", concurrency: 1, pollInterval: "20 millis", gracePeriod: "10 seconds" }),
-              JobStore,
-              held
-            )
+            for (let n = 0; n < 2 * MAX_AHEAD_FACTOR + 5; n++) ids.push((yield* enqueue(Ok, { n })).id)
+            // Two runners, so both wait at the bound; each must be woken when writes land (else
+            // the worker's close waits out its grace period, which the TestClock never ends).
+            const { scope, store } = yield* startWritingLate("wb-bound", writes, 2)
             const log = yield* RunLog
-            // SQLite's runner waits for each write: one run. Elsewhere, one per outcome it may write behind.
-            const bound = store.remote ? MAX_AHEAD_FACTOR : 1
+            // SQLite's runners wait for each write: a run each. Elsewhere, one per outcome they may write behind.
+            const bound = store.remote ? 2 * MAX_AHEAD_FACTOR : 2
             yield* eventually(Effect.map(Ref.get(log), (l) => l.length === bound))
             yield* settle
             yield* settle

@@ -45,7 +45,7 @@ import { attemptAnnotations, RECHECK_AFTER_MS, runClaimed } from "./attempt.ts"
 import { makeKeyClaims } from "./keyClaims.ts"
 import { makeKeyGate } from "./keyGate.ts"
 import { CLAIM_AHEAD_MS, makeStartTimes, MAX_AHEAD_FACTOR } from "./claimAhead.ts"
-import { unsafeMakeOneShot } from "../../core/oneShot.ts"
+import { type OneShot, unsafeMakeOneShot } from "../../core/oneShot.ts"
 import { handOffNow } from "./outcome.ts"
 import { runScheduler } from "./scheduler.ts"
 
@@ -300,16 +300,19 @@ export const make = (
     // it wrote, and held tens of thousands of attempts waiting for their writes).
     const maxBehind = concurrency * MAX_AHEAD_FACTOR
     let behind = 0
-    let roomBehind = unsafeMakeOneShot<void, never>()
+    // A cell per waiting runner (a cell holds one waiter); every landed write wakes them all to
+    // look again, so one that stopped waiting (interrupted) never swallows another's wake-up.
+    const roomWaiters: Array<OneShot<void, never>> = []
     const wroteBehind = () => {
       behind--
-      const signal = roomBehind
-      roomBehind = unsafeMakeOneShot<void, never>()
-      signal.complete(Exit.void)
+      for (const waiter of roomWaiters.splice(0)) waiter.complete(Exit.void)
     }
-    const waitForRoomBehind: Effect.Effect<void> = Effect.suspend(() =>
-      behind < maxBehind ? Effect.void : Effect.zipRight(roomBehind.await, waitForRoomBehind)
-    )
+    const waitForRoomBehind: Effect.Effect<void> = Effect.suspend(() => {
+      if (behind < maxBehind) return Effect.void
+      const room = unsafeMakeOneShot<void, never>()
+      roomWaiters.push(room)
+      return Effect.zipRight(room.await, waitForRoomBehind)
+    })
     // The runners' own log annotations (the worker's), to which each attempt adds its job's.
     const annotations = yield* FiberRef.get(FiberRef.currentLogAnnotations)
     const runner = Effect.forever(Effect.gen(function*() {

@@ -451,9 +451,9 @@ export const make = (
             // and the lease table tell, for each attempt (its hand-off went with its release).
             return yield* Effect.forEach(items, (i) =>
               Effect.gen(function*() {
-                const written = yield* confirm(i, done.has(key(i.id, i.token)), tries > 1)
+                const written = yield* confirm(i, done.has(key(i.id, i.token)), true)
                 if (released.has(key(i.lease, i.token))) return { written, lease: "released" as const }
-                return { written, lease: tries > 1 ? yield* lostAfterRetry(i, i.lease) : "lost" as const }
+                return { written, lease: yield* lostAfterRetry(i, i.lease) }
               }))
           }))
       : undefined

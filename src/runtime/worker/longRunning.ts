@@ -324,7 +324,8 @@ export const make = (
       room.buffered--
       room.active++
       starts.add(now)
-      const freed = unsafeMakeOneShot<void, never>()
+      // Made only for an attempt in a fiber of its own, whose runner waits on it.
+      let freed: OneShot<void, never> | undefined
       // Holding its runner; then, freed early, writing behind it; then ended.
       let stage: "holding" | "behind" | "ended" = "holding"
       const free = (early: boolean) => {
@@ -337,16 +338,18 @@ export const make = (
         if (early) behind++
         room.active--
         Queue.unsafeOffer(slotFreed, undefined)
-        freed.complete(Exit.void)
+        freed?.complete(Exit.void)
       }
       // Set on the runner for the attempt's fiber to inherit, and left until the next one
       // replaces them: a runner logs nothing between attempts.
       yield* FiberRef.set(FiberRef.currentLogAnnotations, attemptAnnotations(annotations, job))
       if (!store.remote) return yield* finished(job, attemptOf(job, recheck, free, false))
+      const runnerFreed = unsafeMakeOneShot<void, never>()
+      freed = runnerFreed
       const fiber = yield* Effect.forkDaemon(finished(job, attemptOf(job, recheck, free, true)))
       attempts.add(fiber)
       fiber.addObserver(() => attempts.delete(fiber))
-      yield* freed.await
+      yield* runnerFreed.await
       yield* waitForRoomBehind
     }))
 

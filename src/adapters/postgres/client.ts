@@ -4,9 +4,11 @@
  * src/adapters/clients.ts, so that an app on another database never loads it.
  */
 import { SqlError } from "@effect/sql/SqlError"
+import { SqlClient } from "@effect/sql/SqlClient"
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Redacted } from "effect"
+import { Context, Effect, Layer, Redacted } from "effect"
 import pg from "pg"
+import { type DirectRunner, registerDirect } from "../sql/direct.ts"
 import { PreparingClient } from "./preparing.ts"
 
 export { PgClient }
@@ -24,13 +26,64 @@ export interface PostgresClientOptions {
 }
 
 /**
+ * Runs one statement on a connection of `pool`, as @effect/sql-pg would outside a transaction
+ * (the same errors, with the driver's error as their cause), in one step: the direct path of
+ * src/adapters/sql/direct.ts. The connection goes back to the pool when the reply comes, even
+ * after an interruption: the statement is left to finish (as one cancelled may have), unread.
+ */
+const directRunner = (pool: pg.Pool): DirectRunner => ({
+  run: (text, params, raw) =>
+    Effect.async<unknown, SqlError>((resume) => {
+      let done = false
+      const finish = (effect: Effect.Effect<unknown, SqlError>) => {
+        if (done) return
+        done = true
+        resume(effect)
+      }
+      pool.connect((cause, client, release) => {
+        if (cause !== undefined && cause !== null || client === undefined) {
+          return finish(Effect.fail(new SqlError({ cause, message: "Failed to acquire connection" })))
+        }
+        // The connection broke under the statement: it is dropped from the pool.
+        let broken = false
+        const onError = (error: Error) => {
+          broken = true
+          release(error)
+          finish(Effect.fail(new SqlError({ cause: error, message: "Connection error" })))
+        }
+        client.once("error", onError)
+        client.query(text, params as Array<unknown>, (error: Error | null, result: pg.QueryResult) => {
+          client.off("error", onError)
+          // A statement's own error (severity ERROR: a constraint, a deadlock) leaves the
+          // connection usable; a FATAL one (the server ended the session) or one from the socket
+          // does not, and goes with it, so that the next statement is not given a dead connection.
+          if (!broken) {
+            release(error === null || (error as { severity?: unknown }).severity === "ERROR" ? undefined : error)
+          }
+          if (error !== null) {
+            finish(Effect.fail(new SqlError({ cause: error, message: "Failed to execute statement" })))
+          } else finish(Effect.succeed(raw ? result : result.rows ?? []))
+        })
+      })
+      // No canceller: an interrupted fiber ignores a later resume, and a canceller costs an
+      // interruption handler (three more steps) per statement.
+    })
+})
+
+/** `PgClient.layerFromPool` over `pool`, with the direct path for leasehold's stores registered. */
+const overPool = (pool: pg.Pool) =>
+  PgClient.layerFromPool({ acquire: Effect.succeed(pool) }).pipe(
+    Layer.tap((context) => Effect.sync(() => registerDirect(Context.get(context, SqlClient), directRunner(pool))))
+  )
+
+/**
  * A `PgClient` layer (also a `SqlClient`) for a `postgres://` URL, on a pool of its own that
  * names repeated statements (./preparing.ts). The layer connects once when built, so a wrong URL
  * fails it at once, and ends the pool when its scope closes.
  */
 export const clientLayer = (url: string | Redacted.Redacted, options: PostgresClientOptions = {}) =>
-  PgClient.layerFromPool({
-    acquire: Effect.acquireRelease(
+  Layer.unwrapScoped(Effect.map(
+    Effect.acquireRelease(
       Effect.gen(function*() {
         const pool = new pg.Pool({
           connectionString: Redacted.isRedacted(url) ? Redacted.value(url) : url,
@@ -49,8 +102,9 @@ export const clientLayer = (url: string | Redacted.Redacted, options: PostgresCl
         return pool
       }),
       (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
-    )
-  })
+    ),
+    overPool
+  ))
 
 /** A `PgClient` layer over the app's own node-postgres `Pool`; the app keeps it (and ends it). */
-export const poolLayer = (pool: unknown) => PgClient.layerFromPool({ acquire: Effect.succeed(pool as pg.Pool) })
+export const poolLayer = (pool: unknown) => overPool(pool as pg.Pool)

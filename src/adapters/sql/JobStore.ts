@@ -44,6 +44,7 @@ import {
   decodeUniqueUntil,
   int
 } from "./decode.ts"
+import { directOf } from "./direct.ts"
 import { dialectOf } from "./dialects.ts"
 import { jobStatements } from "./jobStatements.ts"
 import * as ScheduleStoreAdapter from "./ScheduleStore.ts"
@@ -84,16 +85,23 @@ export const make = (
   options: { readonly prefix?: string | undefined } = {}
 ): Effect.Effect<JobStoreApi, never, SqlClient.SqlClient> =>
   Effect.gen(function*() {
-    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const client = yield* SqlClient.SqlClient
+    const sql = client.withoutTransforms()
     const dialect = dialectOf(sql)
     const tables = tableNames(options.prefix)
     const s = jobStatements(dialect, tables)
     const d = dialect.jobs
+    // Straight to the pool where the client offers it (./direct.ts), else through @effect/sql.
+    const direct = directOf(client)
 
-    const rows = (st: Statement) =>
-      sql.unsafe<Record<string, unknown>>(st.sql, st.params as Array<unknown>).withoutTransform
-    const changed = (st: Statement) =>
-      Effect.map(sql.unsafe(st.sql, st.params as Array<unknown>).raw, dialect.affectedRows)
+    const rows = (st: Statement): Effect.Effect<ReadonlyArray<Record<string, unknown>>, SqlError> => {
+      const params = st.params as Array<unknown>
+      return direct(st.sql, params, false, () => sql.unsafe<Record<string, unknown>>(st.sql, params).withoutTransform)
+    }
+    const changed = (st: Statement) => {
+      const params = st.params as Array<unknown>
+      return Effect.map(direct(st.sql, params, true, () => sql.unsafe(st.sql, params).raw), dialect.affectedRows)
+    }
     const first = <A>(st: Statement, decode: (r: Record<string, unknown>) => A) =>
       Effect.map(rows(st), (r) => Option.map(Option.fromNullable(r[0]), decode))
     const jobs = (st: Statement) => Effect.map(rows(st), (r) => r.map(decodeJobRow))

@@ -237,17 +237,25 @@ export const jobsLayer = <const Types extends ReadonlyArray<AnyJobType>>(
       const byName = new Map<string, RegisteredJob>()
       for (const type of types) {
         if (byName.has(type.name)) throw new JobDefinitionError({ jobName: type.name, reason: "registered twice" })
+        // The caller's context merged with the layer's, kept while the caller's stays the same (a
+        // worker's attempts all run in one): a merge copies every service, once per attempt before.
+        let parentSeen: Context.Context<never> | undefined
+        let merged: Context.Context<never> = context
         byName.set(type.name, {
           type,
           perform: (payload) =>
             Effect.provide(type.perform(payload), context) as Effect.Effect<void, unknown, JobContext>,
           run: (payload, job) =>
-            Effect.contextWithEffect((parent: Context.Context<never>) =>
-              Effect.zipRight(
-                FiberRef.set(FiberRef.currentContext, Context.add(Context.merge(parent, context), JobContext, job)),
+            Effect.contextWithEffect((parent: Context.Context<never>) => {
+              if (parent !== parentSeen) {
+                parentSeen = parent
+                merged = Context.merge(parent, context)
+              }
+              return Effect.zipRight(
+                FiberRef.set(FiberRef.currentContext, Context.add(merged, JobContext, job)),
                 type.perform(payload) as Effect.Effect<void, unknown>
               )
-            )
+            })
         })
       }
       return Jobs.of({ get: (name) => Option.fromNullable(byName.get(name)), names: [...byName.keys()] })

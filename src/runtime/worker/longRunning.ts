@@ -44,6 +44,7 @@ import { claimInput, reapWith } from "./turns.ts"
 import { attemptAnnotations, RECHECK_AFTER_MS, runClaimed } from "./attempt.ts"
 import { makeKeyClaims } from "./keyClaims.ts"
 import { makeKeyGate } from "./keyGate.ts"
+import { makeReadyBuffer } from "./readyBuffer.ts"
 import { CLAIM_AHEAD_MS, makeStartTimes, MAX_AHEAD_FACTOR } from "./claimAhead.ts"
 import { type OneShot, unsafeMakeOneShot } from "../../core/oneShot.ts"
 import { handOffNow } from "./outcome.ts"
@@ -150,7 +151,7 @@ export const make = (
     // as many as the runners started in the last CLAIM_AHEAD_MS if more, up to MAX_AHEAD_FACTOR
     // × `concurrency`. Quick jobs are so claimed in batches that last the runners a few
     // milliseconds, while slow ones are not held back from other workers.
-    const ready = yield* Queue.unbounded<Buffered>()
+    const ready = makeReadyBuffer<Buffered>()
     const room = { active: 0, buffered: 0, contended: 0 }
     const starts = makeStartTimes(concurrency * MAX_AHEAD_FACTOR)
     // Claiming ahead pays on a queue of independent jobs; on a busy concurrency key it only
@@ -225,7 +226,7 @@ export const make = (
         room.buffered += rows.length
         room.contended = Math.max(0, room.contended - rows.length)
         const claimedAt = yield* Clock.currentTimeMillis
-        yield* Queue.offerAll(ready, rows.map((job) => ({ job, claimedAt })))
+        ready.offerAll(rows.map((job) => ({ job, claimedAt })))
         // Fewer than asked: nothing more is due now (wait for a wake-up signal or the poll), unless
         // the claim took a job of a key: it took one per key, so look again (./keyClaims.ts).
         if (keys === undefined && rows.length < free && rows.every((job) => job.claimLease === null)) look = false
@@ -315,43 +316,50 @@ export const make = (
     })
     // The runners' own log annotations (the worker's), to which each attempt adds its job's.
     const annotations = yield* FiberRef.get(FiberRef.currentLogAnnotations)
-    const runner = Effect.forever(Effect.gen(function*() {
-      const { claimedAt, job } = yield* Queue.take(ready)
-      const now = clock.unsafeCurrentTimeMillis()
-      // A job that waited in the buffer is read again before it starts: it may have been
-      // cancelled since its claim (RECHECK_AFTER_MS).
-      const recheck = now - claimedAt >= RECHECK_AFTER_MS
-      room.buffered--
-      room.active++
-      starts.add(now)
-      // Made only for an attempt in a fiber of its own, whose runner waits on it.
-      let freed: OneShot<void, never> | undefined
-      // Holding its runner; then, freed early, writing behind it; then ended.
-      let stage: "holding" | "behind" | "ended" = "holding"
-      const free = (early: boolean) => {
-        if (stage === "behind" && !early) {
-          stage = "ended"
-          return wroteBehind()
+    // A loop, not `Effect.forever`: that yields to the scheduler after every job, a hop of its own
+    // per job (the runtime still yields after a run of steps, and every wait here suspends).
+    const runner = Effect.gen(function*() {
+      while (true) {
+        const { claimedAt, job } = yield* ready.take
+        const now = clock.unsafeCurrentTimeMillis()
+        // A job that waited in the buffer is read again before it starts: it may have been
+        // cancelled since its claim (RECHECK_AFTER_MS).
+        const recheck = now - claimedAt >= RECHECK_AFTER_MS
+        room.buffered--
+        room.active++
+        starts.add(now)
+        // Made only for an attempt in a fiber of its own, whose runner waits on it.
+        let freed: OneShot<void, never> | undefined
+        // Holding its runner; then, freed early, writing behind it; then ended.
+        let stage: "holding" | "behind" | "ended" = "holding"
+        const free = (early: boolean) => {
+          if (stage === "behind" && !early) {
+            stage = "ended"
+            return wroteBehind()
+          }
+          if (stage !== "holding") return
+          stage = early ? "behind" : "ended"
+          if (early) behind++
+          room.active--
+          Queue.unsafeOffer(slotFreed, undefined)
+          freed?.complete(Exit.void)
         }
-        if (stage !== "holding") return
-        stage = early ? "behind" : "ended"
-        if (early) behind++
-        room.active--
-        Queue.unsafeOffer(slotFreed, undefined)
-        freed?.complete(Exit.void)
+        // Set on the runner for the attempt's fiber to inherit, and left until the next one
+        // replaces them: a runner logs nothing between attempts.
+        yield* FiberRef.set(FiberRef.currentLogAnnotations, attemptAnnotations(annotations, job))
+        if (!store.remote) {
+          yield* finished(job, attemptOf(job, recheck, free, false))
+          continue
+        }
+        const runnerFreed = unsafeMakeOneShot<void, never>()
+        freed = runnerFreed
+        const fiber = yield* Effect.forkDaemon(finished(job, attemptOf(job, recheck, free, true)))
+        attempts.add(fiber)
+        fiber.addObserver(() => attempts.delete(fiber))
+        yield* runnerFreed.await
+        yield* waitForRoomBehind
       }
-      // Set on the runner for the attempt's fiber to inherit, and left until the next one
-      // replaces them: a runner logs nothing between attempts.
-      yield* FiberRef.set(FiberRef.currentLogAnnotations, attemptAnnotations(annotations, job))
-      if (!store.remote) return yield* finished(job, attemptOf(job, recheck, free, false))
-      const runnerFreed = unsafeMakeOneShot<void, never>()
-      freed = runnerFreed
-      const fiber = yield* Effect.forkDaemon(finished(job, attemptOf(job, recheck, free, true)))
-      attempts.add(fiber)
-      fiber.addObserver(() => attempts.delete(fiber))
-      yield* runnerFreed.await
-      yield* waitForRoomBehind
-    }))
+    })
 
     const runners = yield* Effect.forEach(Array.from({ length: concurrency }), () => Effect.forkDaemon(runner), {
       concurrency: "unbounded"
@@ -410,10 +418,10 @@ export const make = (
         // A claim in flight comes back first, so what it claimed is given back rather than left
         // to the reaper; then the claimed jobs no runner has started go back to pending.
         if (Option.isNone(yield* within(Fiber.await(claiming)))) yield* Fiber.interrupt(claiming)
-        const unstarted = yield* Queue.takeAll(ready)
+        const unstarted = ready.takeAll()
         room.buffered -= unstarted.length
-        yield* Queue.shutdown(ready)
-        yield* hands.handBack(Chunk.toReadonlyArray(unstarted).map((b) => b.job))
+        ready.shutdown()
+        yield* hands.handBack(unstarted.map((b) => b.job))
         // Attempts whose runner has moved on may still be writing their outcome: waited for too.
         const allEnded = Effect.zipRight(Fiber.awaitAll(runners), Effect.suspend(() => Fiber.awaitAll([...attempts])))
         if (Option.isNone(yield* within(allEnded))) {

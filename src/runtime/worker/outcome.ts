@@ -3,11 +3,12 @@
  * its lease released with it (and handed off to the next job waiting on it), and a lease found
  * taken over reported in one place, `reportLeaseLost`.
  */
-import { Cause, Clock, Effect, Either, Option } from "effect"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Cause, Clock, Context, Effect, Either, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { type BackoffOptions, cutError, decideFailure } from "../../core/jobs.ts"
 import type { LostLeaseDetected } from "../../core/lostLeases.ts"
-import type { JobRow, LeaseTransfer, Outcome } from "../../core/model.ts"
+import type { Finished, JobRow, LeaseTransfer, Outcome } from "../../core/model.ts"
 import { JobLeases, JobStore } from "../../ports/JobStore.ts"
 import type { LeaseLockApi } from "../../ports/LeaseLock.ts"
 import type { HeldLease } from "../Job.ts"
@@ -103,21 +104,39 @@ const finishAttempt = (
   outcome: Outcome,
   held: Held | undefined,
   resultOf: (written: boolean) => ProcessResult
+): Effect.Effect<ProcessResult, SqlError, JobStore | JobLeases> =>
+  // The store and the Clock read in one step: this runs once per attempt.
+  Effect.withFiberRuntime((fiber) => {
+    const store = Context.get(fiber.currentContext as Context.Context<JobStore>, JobStore)
+    const now = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
+    return Effect.flatMap(
+      store.finish({
+        id: job.id,
+        token: job.claimToken!,
+        now,
+        outcome,
+        lease: held?.name,
+        handOff: held?.handOff,
+        transferTo: held?.transferTo
+      }),
+      // Written, with no lease: nearly every plain attempt, settled without further steps.
+      (finished) =>
+        held === undefined && finished.written
+          ? Effect.succeed(resultOf(true))
+          : afterFinish(job, held, finished, resultOf)
+    )
+  })
+
+/** The rest of `finishAttempt`: a lease passed on, a fenced or cancelled job, a lease lost. */
+const afterFinish = (
+  job: JobRow,
+  held: Held | undefined,
+  finished: Finished,
+  resultOf: (written: boolean) => ProcessResult
 ) =>
   Effect.gen(function*() {
-    const store = yield* JobStore
-    const now = yield* Clock.currentTimeMillis
     const token = job.claimToken!
     const lease = held?.name
-    const finished = yield* store.finish({
-      id: job.id,
-      token,
-      now,
-      outcome,
-      lease,
-      handOff: held?.handOff,
-      transferTo: held?.transferTo
-    })
     // Passed on; or released and handed off instead (a job waited on it in the database).
     if (held?.passedOn !== undefined && finished.lease === "released") yield* held.passedOn(finished.transferred)
     // Nothing written: fenced, unless the job was cancelled meanwhile (its row tells).
@@ -153,9 +172,12 @@ export const logCancelled = (what: string) =>
   Effect.logInfo(`attempt cancelled: ${what}; the job stays cancelled, nothing else recorded`)
 
 /** Records a completed attempt (fenced on its token); with `lease`, releases it in the same step. */
-export const recordSuccess = (job: JobRow, lease: Held | undefined) =>
-  Effect.gen(function*() {
-    const result = yield* finishAttempt(
+export const recordSuccess = (
+  job: JobRow,
+  lease: Held | undefined
+): Effect.Effect<ProcessResult, SqlError, JobStore | JobLeases> =>
+  Effect.flatMap(
+    finishAttempt(
       job,
       { _tag: "Complete" },
       lease,
@@ -163,16 +185,20 @@ export const recordSuccess = (job: JobRow, lease: Held | undefined) =>
         written
           ? ProcessResult.Completed({ job: jobRef(job), leaseLost: false })
           : ProcessResult.Fenced({ job: jobRef(job), leaseLost: false })
-    )
+    ),
     // A completed attempt is logged with its duration where every attempt is (./observe.ts).
-    if (result._tag === "Cancelled") yield* logCancelled("it finished, but its job had been cancelled meanwhile")
-    else if (result._tag === "Fenced") {
-      yield* Effect.logWarning(
-        "attempt fenced: it finished, but its claim had been reaped and re-claimed; nothing recorded"
-      )
-    }
-    return result
-  })
+    (result): Effect.Effect<ProcessResult> =>
+      result._tag === "Cancelled"
+        ? Effect.as(logCancelled("it finished, but its job had been cancelled meanwhile"), result)
+        : result._tag === "Fenced"
+        ? Effect.as(
+          Effect.logWarning(
+            "attempt fenced: it finished, but its claim had been reaped and re-claimed; nothing recorded"
+          ),
+          result
+        )
+        : Effect.succeed(result)
+  )
 
 /**
  * Records a failed attempt: retry with backoff while retries remain, else dead; fenced on the

@@ -211,7 +211,12 @@ export const attemptAnnotations = (
   base: HashMap.HashMap<string, unknown>,
   job: JobRow
 ): HashMap.HashMap<string, unknown> =>
-  HashMap.set(HashMap.set(HashMap.set(base, "jobId", job.id), "jobName", job.name), "attempt", job.attempts)
+  // One transient edit of the map, not three copies of it.
+  HashMap.mutate(base, (m) => {
+    HashMap.set(m, "jobId", job.id)
+    HashMap.set(m, "jobName", job.name)
+    HashMap.set(m, "attempt", job.attempts)
+  })
 
 /** Runs one claimed job to its outcome. */
 export const runClaimed = (

@@ -148,10 +148,9 @@ export const makeDoorbell = (poll: Duration.Duration, probe?: Probe): Effect.Eff
       const timing = parked
       parked = undefined
       timing?.(Effect.void)
-      // Interrupted (the worker stops): no longer waiting.
-      return Effect.sync(() => {
-        if (waiter === resume) waiter = undefined
-      })
+      // No canceller: only the stop interrupts the waiting claimer, after which a ring resumes
+      // nothing (a fiber ignores a resume once interrupted), and a canceller is an interruption
+      // handler, three more steps, per wait.
     })
     // The stop sets the flag before it rings, so a waiter that read the flag unset still wakes.
     return {

@@ -121,6 +121,15 @@ it.live(
           expect(failed).toBeInstanceOf(SqlError)
           expect((failed.cause as { code?: string }).code).toBe("42P01")
         }
+        // A parameter the driver cannot send: an error, and the connection still goes back.
+        const unsendable = {
+          toPostgres: () => {
+            throw new Error("cannot be sent")
+          }
+        }
+        for (let i = 0; i < 3; i++) {
+          expect(yield* Effect.flip(runner.run("SELECT $1::text AS v", [unsendable], false))).toBeInstanceOf(SqlError)
+        }
         // A statement with a quote in its parameter is a parameter, never SQL.
         const quoted = "o'hara\"; DROP TABLE x; --"
         const rows = yield* runner.run("SELECT $1::text AS v", [quoted], false)

@@ -52,18 +52,26 @@ const directRunner = (pool: pg.Pool): DirectRunner => ({
           finish(Effect.fail(new SqlError({ cause: error, message: "Connection error" })))
         }
         client.once("error", onError)
-        client.query(text, params as Array<unknown>, (error: Error | null, result: pg.QueryResult) => {
+        const replied = (error: Error | null, result: pg.QueryResult | undefined) => {
           client.off("error", onError)
           // A statement's own error (severity ERROR: a constraint, a deadlock) leaves the
           // connection usable; a FATAL one (the server ended the session) or one from the socket
           // does not, and goes with it, so that the next statement is not given a dead connection.
           if (!broken) {
             release(error === null || (error as { severity?: unknown }).severity === "ERROR" ? undefined : error)
+            broken = true
           }
-          if (error !== null) {
+          if (error !== null || result === undefined) {
             finish(Effect.fail(new SqlError({ cause: error, message: "Failed to execute statement" })))
           } else finish(Effect.succeed(raw ? result : result.rows ?? []))
-        })
+        }
+        // A call the driver refuses at once (it throws) is answered like a failed statement, so
+        // its connection still goes back.
+        try {
+          client.query(text, params as Array<unknown>, replied)
+        } catch (error) {
+          replied(error instanceof Error ? error : new Error(String(error)), undefined)
+        }
       })
       // No canceller: an interrupted fiber ignores a later resume, and a canceller costs an
       // interruption handler (three more steps) per statement.

@@ -49,11 +49,11 @@ const recordingTracer = (names: Array<string>) => {
   })
 }
 
-const withTables = <A, E>(prefix: string, body: Effect.Effect<A, E, any>, maxConnections = 1) =>
+const withTables = <A, E>(prefix: string, body: Effect.Effect<A, E, any>) =>
   Effect.gen(function*() {
     yield* (yield* Migrator.make({ prefix })).run
     return yield* Effect.ensuring(body, Effect.orDie(dropPrefixed(prefix)))
-  }).pipe(Effect.provide(Postgres.layer({ url: PG_URL, prefix, jobs: [Ping], maxConnections }))) as Effect.Effect<
+  }).pipe(Effect.provide(Postgres.layer({ url: PG_URL, prefix, jobs: [Ping], maxConnections: 1 }))) as Effect.Effect<
     A,
     E | unknown
   >

@@ -44,10 +44,10 @@ const directRunner = (pool: pg.Pool): DirectRunner => ({
         if (cause !== undefined && cause !== null || client === undefined) {
           return finish(Effect.fail(new SqlError({ cause, message: "Failed to acquire connection" })))
         }
-        // The connection broke under the statement: it is dropped from the pool.
-        let broken = false
+        // Given back once: dropped from the pool when it broke under the statement.
+        let released = false
         const onError = (error: Error) => {
-          broken = true
+          released = true
           release(error)
           finish(Effect.fail(new SqlError({ cause: error, message: "Connection error" })))
         }
@@ -57,9 +57,9 @@ const directRunner = (pool: pg.Pool): DirectRunner => ({
           // A statement's own error (severity ERROR: a constraint, a deadlock) leaves the
           // connection usable; a FATAL one (the server ended the session) or one from the socket
           // does not, and goes with it, so that the next statement is not given a dead connection.
-          if (!broken) {
+          if (!released) {
+            released = true
             release(error === null || (error as { severity?: unknown }).severity === "ERROR" ? undefined : error)
-            broken = true
           }
           if (error !== null || result === undefined) {
             finish(Effect.fail(new SqlError({ cause: error, message: "Failed to execute statement" })))

@@ -16,6 +16,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { currentTransformer } from "@effect/sql/Statement"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Context, DefaultServices, Effect, Tracer } from "effect"
+import { isTransactionContext } from "./transaction.ts"
 
 /** Sends one statement to a pool, outside any transaction. */
 export interface DirectRunner {
@@ -46,13 +47,14 @@ export const directOf = (client: SqlClient.SqlClient) =>
   fallback: () => Effect.Effect<A, SqlError>
 ): Effect.Effect<A, SqlError> => {
   const runner = runners.get(client)
-  return runner === undefined ? fallback() : Effect.withFiberRuntime((fiber) =>
-    fiber.currentTracer !== defaultTracer ||
-      Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)._tag === "Some" ||
-      fiber.getFiberRef(currentTransformer)._tag === "Some"
-      ? fallback()
-      : runner.run(sql, params, raw) as Effect.Effect<A, SqlError>
-  )
+  return runner === undefined ?
+    fallback() :
+    Effect.withFiberRuntime((fiber) =>
+      fiber.currentTracer !== defaultTracer || isTransactionContext(fiber.currentContext) ||
+        fiber.getFiberRef(currentTransformer)._tag === "Some"
+        ? fallback()
+        : runner.run(sql, params, raw) as Effect.Effect<A, SqlError>
+    )
 }
 
 /** The direct path registered for `client`, if any (tests wrap it to see which path a statement took). */

@@ -7,12 +7,16 @@ import { SqlError } from "@effect/sql/SqlError"
 import { Context, Effect, Exit, Option } from "effect"
 import { isGaleraCluster, writeSetCheck } from "../mysql/galera.ts"
 
+/** Whether a fiber with this context runs inside a `sql.withTransaction`. */
+export const isTransactionContext = (context: Context.Context<never>): boolean =>
+  Option.isSome(Context.getOption(context, SqlClient.TransactionConnection))
+
 /**
  * Whether the current fiber runs inside a `sql.withTransaction`. Read off the fiber in one step
  * (a `serviceOption` and a map were four, and a claim or an enqueue asks two or three times).
  */
 export const inTransaction: Effect.Effect<boolean> = Effect.withFiberRuntime((fiber) =>
-  Effect.succeed(Option.isSome(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)))
+  Effect.succeed(isTransactionContext(fiber.currentContext))
 )
 
 /**

@@ -7,7 +7,6 @@ import { explain } from "./explain.ts"
 import type { SqlError } from "@effect/sql/SqlError"
 import {
   Cause,
-  Chunk,
   Clock,
   Context,
   Duration,

@@ -412,6 +412,63 @@ export const workerConformance = (adapter: AdapterName) =>
       })
     ))
 
+    it.effect("a long-running worker's attempt whose perform ignores its interruption times out all the same: failed at its deadline, its runner free, its lease left to expire", () => (
+      Effect.gen(function*() {
+        const gate = yield* Deferred.make<void>()
+        const started = yield* Deferred.make<void>()
+        const runs = yield* Ref.make(0)
+        const Stubborn = define({
+          name: "stubborn-timeout",
+          schema: Payload,
+          concurrencyKey: "stubborn-timeout",
+          timeout: "10 seconds",
+          // Ignores interruption, as a blocked call would.
+          perform: () =>
+            Effect.uninterruptible(
+              Effect.zipRight(
+                Effect.zipRight(Ref.update(runs, (n) => n + 1), Deferred.succeed(started, undefined)),
+                Deferred.await(gate)
+              )
+            )
+        })
+        const Next = define({ name: "after-stubborn", schema: Payload, perform: () => Effect.void })
+        yield* withJobs(
+          [Stubborn, Next],
+          Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            const stubborn = yield* enqueue(Stubborn, { n: 1 })
+            const { api, scope } = yield* startWorker({
+              host: "stubborn",
+              concurrency: 1,
+              pollInterval: "1 hour",
+              gracePeriod: "1 second"
+            })
+            yield* Deferred.await(started)
+            const token = (yield* row(stubborn.id)).claimToken
+            yield* settle
+            yield* TestClock.adjust("10 seconds")
+            yield* settle
+            // Up to one watchdog step late (src/runtime/worker/watchdog.ts).
+            yield* TestClock.adjust("250 millis")
+            yield* eventually(Effect.map(row(stubborn.id), (r) => r.status === "pending"))
+            expect(yield* row(stubborn.id)).toMatchObject({ attempts: 1, claimToken: null })
+            expect((yield* row(stubborn.id)).lastError).toContain("timed out after 10 s")
+            // perform may still be running: its lease stays its attempt's until it expires.
+            expect(yield* (yield* JobLeases).ownerOf("key:stubborn-timeout")).toEqual(Option.some(token))
+            expect(yield* api.stats).toMatchObject({ failed: 1, running: 0 })
+            // The worker's one runner is free: the next job runs while perform is still stuck.
+            const next = yield* enqueue(Next, { n: 2 })
+            yield* api.wake
+            yield* eventually(Effect.map(row(next.id), (r) => r.status === "completed"))
+            expect(yield* Ref.get(runs)).toBe(1)
+            // A worker that stops does not wait for the given-up attempt.
+            yield* Scope.close(scope, Exit.void)
+            yield* Deferred.succeed(gate, undefined)
+          })
+        )
+      })
+    ))
+
     it.effect("graceful shutdown: past the grace period the attempt is interrupted and handed back, not left for the reaper", () => (
       Effect.gen(function*() {
         const gate = yield* Deferred.make<void>()

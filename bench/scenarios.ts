@@ -89,6 +89,7 @@ const get = (m: Metrics, k: string) => m[k] ?? Number.NaN
 // CPU per job of a drain: the worker's Node process, and the database server's (bench/lib/cpu.ts).
 const cpu = (m: Metrics) =>
   `CPU/job: Node ${int(get(m, "nodeCpuUsPerJob"))} µs` +
+  (m.nodeMainCpuUsPerJob === undefined ? "" : ` (main thread ${int(get(m, "nodeMainCpuUsPerJob"))})`) +
   (m.dbCpuUsPerJob === undefined ? "" : `, server ${int(get(m, "dbCpuUsPerJob"))} µs`)
 
 /** How a per-round value of a scenario's primary metric is printed. */
@@ -127,6 +128,11 @@ export const SCENARIOS: ReadonlyArray<ScenarioDef> = [
         label: "leasehold (PostgreSQL) ÷ graphile-worker, Node CPU µs per job",
         num: ["throughput", "leasehold-pg", "nodeCpuUsPerJob"],
         den: ["throughput", "graphile-worker", "nodeCpuUsPerJob"]
+      },
+      {
+        label: "leasehold (PostgreSQL) ÷ graphile-worker, Node main-thread CPU µs per job",
+        num: ["throughput", "leasehold-pg", "nodeMainCpuUsPerJob"],
+        den: ["throughput", "graphile-worker", "nodeMainCpuUsPerJob"]
       },
       {
         label: "leasehold (PostgreSQL) ÷ graphile-worker, PostgreSQL CPU µs per job",

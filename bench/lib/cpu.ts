@@ -1,11 +1,11 @@
 /**
- * CPU time per job, split between the worker's Node process and the database server (issue 13:
- * "the bench reports Node CPU µs per job for every system"). Linux only: the server's time is read
- * from /proc. For PostgreSQL it is every `postgres` process's user + system time plus what the
- * postmaster collected from backends that already exited (cutime + cstime), so a pool closed
- * before the reading still counts; for MariaDB the one `mariadbd` process. SQLite runs inside
- * Node, so its time is Node's. Other sessions' queries on the same server count too: read the
- * server figure from a quiet machine.
+ * CPU time per job, split between the worker's Node process (and of it, its main thread) and the
+ * database server (issue 13: "the bench reports Node CPU µs per job for every system"). Linux
+ * only: the main thread's and the server's time are read from /proc. For PostgreSQL it is every
+ * `postgres` process's user + system time plus what the postmaster collected from backends that
+ * already exited (cutime + cstime), so a pool closed before the reading still counts; for MariaDB
+ * the one `mariadbd` process. SQLite runs inside Node, so its time is Node's. Other sessions'
+ * queries on the same server count too: read the server figure from a quiet machine.
  */
 import { readdirSync, readFileSync } from "node:fs"
 
@@ -52,16 +52,29 @@ export const serverCpuUs = (kind: "postgres" | "mariadb" | "none"): number | und
   return seen ? ticks * TICK_US : undefined
 }
 
+/**
+ * CPU µs used so far by this process's main thread (/proc/self/task/<pid>): Node's time less
+ * what its other threads spent, V8's helpers above all (optimizing compilation, parallel and
+ * concurrent garbage collection), which `process.cpuUsage` counts too. Undefined off Linux.
+ */
+export const mainThreadCpuUs = (): number | undefined => {
+  const t = times(`self/task/${process.pid}`)
+  return t === undefined ? undefined : t.self * TICK_US
+}
+
 /** A running measurement of Node and server CPU; `stop(jobs)` gives µs per job. */
 export const startCpu = (kind: "postgres" | "mariadb" | "none") => {
   const node = process.cpuUsage()
+  const main = mainThreadCpuUs()
   const server = serverCpuUs(kind)
-  return (jobs: number): { nodeCpuUsPerJob: number; dbCpuUsPerJob?: number } => {
+  return (jobs: number): { nodeCpuUsPerJob: number; nodeMainCpuUsPerJob?: number; dbCpuUsPerJob?: number } => {
     const d = process.cpuUsage(node)
+    const mainAfter = mainThreadCpuUs()
     const after = serverCpuUs(kind)
-    const nodeCpuUsPerJob = (d.user + d.system) / jobs
-    return server === undefined || after === undefined
-      ? { nodeCpuUsPerJob }
-      : { nodeCpuUsPerJob, dbCpuUsPerJob: (after - server) / jobs }
+    return {
+      nodeCpuUsPerJob: (d.user + d.system) / jobs,
+      ...(main === undefined || mainAfter === undefined ? {} : { nodeMainCpuUsPerJob: (mainAfter - main) / jobs }),
+      ...(server === undefined || after === undefined ? {} : { dbCpuUsPerJob: (after - server) / jobs })
+    }
   }
 }

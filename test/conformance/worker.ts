@@ -461,7 +461,7 @@ export const workerConformance = (adapter: AdapterName) =>
             yield* api.wake
             yield* eventually(Effect.map(row(next.id), (r) => r.status === "completed"))
             expect(yield* Ref.get(runs)).toBe(1)
-            // A worker that stops does not wait for the given-up attempt.
+            // The stop does not wait for the stuck perform: on the TestClock, a wait for it would never end.
             yield* Scope.close(scope, Exit.void)
             yield* Deferred.succeed(gate, undefined)
           })

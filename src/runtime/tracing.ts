@@ -10,20 +10,18 @@
  * installed tracer is not the default, and without one an enqueue and an attempt cost a read
  * of the current tracer, nothing more.
  */
-import { Clock, Context, DefaultServices, Effect, Exit, Option, Tracer } from "effect"
+import { Clock, Effect, Exit, Option, Tracer } from "effect"
+import { isTracing } from "../core/tracer.ts"
 import { formatTraceparent, parseTraceparent } from "../core/traceContext.ts"
 import type { JobRow } from "../core/model.ts"
 import type { ProcessResult } from "./worker/results.ts"
-
-/** Effect's default tracer: its spans go nowhere. */
-const defaultTracer = Context.get(DefaultServices.liveServices, Tracer.Tracer)
 
 /** Runs `traced` when a tracer other than Effect's default is installed, else `plain`. */
 const ifTracing = <A, E, R, A2, E2, R2>(
   traced: () => Effect.Effect<A, E, R>,
   plain: () => Effect.Effect<A2, E2, R2>
 ): Effect.Effect<A | A2, E | E2, R | R2> =>
-  Effect.tracerWith((tracer): Effect.Effect<A | A2, E | E2, R | R2> => tracer === defaultTracer ? plain() : traced())
+  Effect.tracerWith((tracer): Effect.Effect<A | A2, E | E2, R | R2> => isTracing(tracer) ? traced() : plain())
 
 /** Span names and attribute keys (docs/tracing.md lists them). */
 export const ATTEMPT_SPAN = "leasehold.attempt"

@@ -15,7 +15,8 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { currentTransformer } from "@effect/sql/Statement"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Context, DefaultServices, Effect, Tracer } from "effect"
+import { Effect } from "effect"
+import { isTracing } from "../../core/tracer.ts"
 import { isTransactionContext } from "./transaction.ts"
 
 /** Sends one statement to a pool, outside any transaction. */
@@ -30,9 +31,6 @@ const runners = new WeakMap<SqlClient.SqlClient, DirectRunner>()
 export const registerDirect = (client: SqlClient.SqlClient, runner: DirectRunner): void => {
   runners.set(client, runner)
 }
-
-/** Effect's default tracer: its spans go nowhere. */
-const defaultTracer = Context.get(DefaultServices.liveServices, Tracer.Tracer)
 
 /**
  * How a store runs a statement on `client`: straight to its pool when it has a direct path and
@@ -50,7 +48,7 @@ export const directOf = (client: SqlClient.SqlClient) =>
   return runner === undefined ?
     fallback() :
     Effect.withFiberRuntime((fiber) =>
-      fiber.currentTracer !== defaultTracer || isTransactionContext(fiber.currentContext) ||
+      isTracing(fiber.currentTracer) || isTransactionContext(fiber.currentContext) ||
         fiber.getFiberRef(currentTransformer)._tag === "Some"
         ? fallback()
         : runner.run(sql, params, raw) as Effect.Effect<A, SqlError>

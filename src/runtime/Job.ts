@@ -3,7 +3,7 @@
  * enqueue (docs/behaviour.md §4, §7).
  */
 import * as LocalWakeups from "../adapters/localWakeups.ts"
-import { inTransaction } from "../adapters/sql/transaction.ts"
+import { inTransactionWith } from "../adapters/sql/transaction.ts"
 import { Clock, Context, Duration, Effect, Either, FiberRef, Layer, Option, ParseResult, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { hostname } from "node:os"
@@ -31,6 +31,7 @@ import { type NewJob, UNIQUE_UNTIL, type UniqueUntil } from "../core/model.ts"
 import { type CronSchedule, DEFAULT_TIME_ZONE, parseCronSchedule, type ScheduleOptions } from "../core/schedules.ts"
 import type { SqlError } from "@effect/sql/SqlError"
 import { annotateEnqueue, withEnqueueSpan } from "./tracing.ts"
+import { setInPlace } from "./inPlace.ts"
 
 /** What a job type may declare besides its name, schema and perform. */
 export interface JobOptions<A> extends LeaseOptions<A> {
@@ -245,16 +246,17 @@ export const jobsLayer = <const Types extends ReadonlyArray<AnyJobType>>(
           type,
           perform: (payload) =>
             Effect.provide(type.perform(payload), context) as Effect.Effect<void, unknown, JobContext>,
+          // The context read and set on the fiber in place: one step, where reading it and setting
+          // it as effects were five per attempt.
           run: (payload, job) =>
-            Effect.contextWithEffect((parent: Context.Context<never>) => {
+            Effect.withFiberRuntime((fiber) => {
+              const parent = fiber.currentContext
               if (parent !== parentSeen) {
                 parentSeen = parent
                 merged = Context.merge(parent, context)
               }
-              return Effect.zipRight(
-                FiberRef.set(FiberRef.currentContext, Context.add(merged, JobContext, job)),
-                type.perform(payload) as Effect.Effect<void, unknown>
-              )
+              setInPlace(fiber, FiberRef.currentContext, Context.add(merged, JobContext, job))
+              return type.perform(payload) as Effect.Effect<void, unknown>
             })
         })
       }
@@ -493,10 +495,19 @@ const prepare = <A, I, R>(
  * not visible until the commit, so the ring would find nothing: there the poll (or, on
  * PostgreSQL, the NOTIFY sent on commit) wakes them.
  */
-const ringIfDue = (store: JobStoreApi, inserted: ReadonlyArray<NewJob>, now: number) =>
-  Effect.gen(function*() {
-    if (inserted.some((j) => j.runAt <= now) && !(yield* inTransaction)) yield* LocalWakeups.ring(store.tables.channel)
+const ringIfDue = (store: JobStoreApi, inserted: ReadonlyArray<NewJob>, now: number): Effect.Effect<void> =>
+  inserted.some((j) => j.runAt <= now)
+    ? inTransactionWith((inside) => (inside ? Effect.void : LocalWakeups.ring(store.tables.channel)))
+    : Effect.void
+
+// The store and the Clock's time, read off the fiber in one step (three as effects; an enqueue
+// is on the path of every job's latency, issue 13).
+const storeAndNow = Effect.withFiberRuntime((fiber) =>
+  Effect.succeed({
+    store: Context.get(fiber.currentContext as Context.Context<JobStore>, JobStore),
+    now: Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
   })
+) as Effect.Effect<{ readonly store: JobStoreApi; readonly now: number }, never, JobStore>
 
 const asResult = (r: InsertResult): EnqueueResult => ({
   id: r.id,
@@ -518,8 +529,7 @@ export const enqueue = <A, I, R>(
 ): Effect.Effect<EnqueueResult, PayloadError | EnqueueInputError | SqlError, JobStore> =>
   withEnqueueSpan(type.name, options.queue ?? type.queue, (traceContext) =>
     Effect.gen(function*() {
-      const store = yield* JobStore
-      const now = yield* Clock.currentTimeMillis
+      const { now, store } = yield* storeAndNow
       const job = yield* prepare(type, payload, options, now, traceContext)
       const result = yield* store.insert(job)
       if (traceContext !== undefined) yield* annotateEnqueue("leasehold.job.id", result.id)
@@ -553,8 +563,7 @@ const enqueueAll = <A, I, R>(
   traceContext: string | undefined
 ): Effect.Effect<EnqueueManyResult, PayloadError | EnqueueInputError | SqlError, JobStore> =>
   Effect.gen(function*() {
-    const store = yield* JobStore
-    const now = yield* Clock.currentTimeMillis
+    const { now, store } = yield* storeAndNow
     if (payloads === null || typeof payloads !== "object" || !(Symbol.iterator in payloads)) {
       return yield* inputError("payloads", "must be an array (or another iterable) of payloads")
     }

@@ -81,7 +81,8 @@ const enqueueLinks = (job: JobRow): ReadonlyArray<Tracer.SpanLink> => {
 }
 
 /**
- * Runs one attempt of `job` inside its consumer span (under a tracer): a child of the caller's
+ * Runs one attempt of `job` inside its consumer span (call it under a tracer only: `isTracing`,
+ * src/core/tracer.ts, read by the attempt once off its fiber): a child of the caller's
  * span when there is one (processNext inside a span) unless `root`, else the root of a trace of
  * its own; linked to the span that enqueued the job; with the job's id, name, attempt and
  * queue, and once it ended its outcome. The attempt itself sets the lease (`annotateAttempt`).
@@ -91,36 +92,32 @@ export const traceAttempt = <E, R>(
   attempt: Effect.Effect<ProcessResult, E, R>,
   root: boolean
 ): Effect.Effect<ProcessResult, E, R> =>
-  ifTracing(
-    () =>
-      Effect.flatMap(root ? Effect.succeedNone : Effect.option(Effect.currentParentSpan), (parent) =>
-        Effect.useSpan(
-          ATTEMPT_SPAN,
-          {
-            kind: "consumer",
-            captureStackTrace: false,
-            ...(Option.isSome(parent) ? { parent: parent.value } : { root: true }),
-            links: enqueueLinks(job),
-            attributes: {
-              "leasehold.job.id": job.id,
-              "leasehold.job.name": job.name,
-              "leasehold.job.attempt": job.attempts,
-              "leasehold.queue": job.queue
-            }
-          },
-          (span) =>
-            Effect.tap(Effect.withParentSpan(attempt, span), (result) => {
-              span.attribute("leasehold.outcome", outcomeOf(result))
-              if ("leaseLost" in result && result.leaseLost) span.attribute("leasehold.lease.lost", true)
-              if (result._tag !== "Failed") return Effect.void
-              span.attribute("leasehold.job.will_retry", result.willRetry)
-              // The attempt's effect succeeds with its outcome: the span is ended here, as failed
-              // with the job's error, so a tracer marks it an error (useSpan leaves an ended span be).
-              return Effect.map(Clock.currentTimeNanos, (now) => span.end(now, Exit.fail(result.error)))
-            })
-        )),
-    () => attempt
-  )
+  Effect.flatMap(root ? Effect.succeedNone : Effect.option(Effect.currentParentSpan), (parent) =>
+    Effect.useSpan(
+      ATTEMPT_SPAN,
+      {
+        kind: "consumer",
+        captureStackTrace: false,
+        ...(Option.isSome(parent) ? { parent: parent.value } : { root: true }),
+        links: enqueueLinks(job),
+        attributes: {
+          "leasehold.job.id": job.id,
+          "leasehold.job.name": job.name,
+          "leasehold.job.attempt": job.attempts,
+          "leasehold.queue": job.queue
+        }
+      },
+      (span) =>
+        Effect.tap(Effect.withParentSpan(attempt, span), (result) => {
+          span.attribute("leasehold.outcome", outcomeOf(result))
+          if ("leaseLost" in result && result.leaseLost) span.attribute("leasehold.lease.lost", true)
+          if (result._tag !== "Failed") return Effect.void
+          span.attribute("leasehold.job.will_retry", result.willRetry)
+          // The attempt's effect succeeds with its outcome: the span is ended here, as failed
+          // with the job's error, so a tracer marks it an error (useSpan leaves an ended span be).
+          return Effect.map(Clock.currentTimeNanos, (now) => span.end(now, Exit.fail(result.error)))
+        })
+    ))
 
 /** Sets an attribute of the running attempt's span (when there is one). */
 export const annotateAttempt = (key: string, value: unknown): Effect.Effect<void> =>

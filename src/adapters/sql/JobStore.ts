@@ -56,6 +56,7 @@ import { SqlList, type Statement } from "./statement.ts"
 import { isGaleraCluster } from "../mysql/galera.ts"
 import {
   inTransaction,
+  inTransactionWith,
   lastRows,
   NEXT_READ_COMMITTED,
   packedTransaction,
@@ -112,13 +113,14 @@ export const make = (
     const readCommitted = d.isolation === "readCommitted"
     const write = (st: Statement): Effect.Effect<number, SqlError> =>
       readCommitted
-        ? Effect.flatMap(inTransaction, (inside) =>
+        ? inTransactionWith((inside) =>
           inside
             ? changed(st)
             : Effect.map(
               sql.unsafe(`${NEXT_READ_COMMITTED}; ${st.sql}`, st.params as Array<unknown>).unprepared,
               (results) => dialect.affectedRows(results[results.length - 1])
-            ))
+            )
+        )
         : changed(st)
     const transaction = <A, E>(effect: Effect.Effect<A, E>) =>
       readCommitted ? readCommittedTransaction(sql, effect) : sql.withTransaction(effect)
@@ -130,7 +132,7 @@ export const make = (
     // A notification's mark: an insert outside a transaction is rung in this process by its
     // enqueue (src/runtime/Job.ts), so this process's listener skips its notification
     // (src/adapters/localWakeups.ts `ORIGIN`); one inside a transaction is not rung here.
-    const notifyMark = Effect.map(inTransaction, (inside) => (inside ? "" : LocalWakeups.ORIGIN))
+    const notifyMark = inTransactionWith((inside) => Effect.succeed(inside ? "" : LocalWakeups.ORIGIN))
 
     // The ids a single insert wrote: its own, or none when the unique key is taken (on MySQL a
     // duplicate-key error, kept to raise should no job hold the key). PostgreSQL notifies in the
@@ -248,7 +250,7 @@ export const make = (
             leases.kind === "inAttempt"
               ? jobs(strategy.statement(s.context, parts))
               : Effect.flatMap(
-                Effect.flatMap(inTransaction, (inside) => (inside ? Effect.succeed(false) : leaseTablesSeen)),
+                inTransactionWith((inside) => (inside ? Effect.succeed(false) : leaseTablesSeen)),
                 (taking) =>
                   taking
                     ? Effect.map(
@@ -317,7 +319,7 @@ export const make = (
       const cap = input.hostCap ?? 0
       if (cap <= 0) {
         return Effect.map(
-          Effect.flatMap(inTransaction, (inside) => (inside ? claimRow(input) : claimTogether(input))),
+          inTransactionWith((inside) => (inside ? claimRow(input) : claimTogether(input))),
           Option.match({
             onNone: (): ClaimResult => ({ _tag: "NothingDue" }),
             onSome: (job): ClaimResult => ({ _tag: "Claimed", job })
@@ -400,17 +402,19 @@ export const make = (
       `${String(a)}\u0000${String(b)}`
 
     // Concurrent plain completions (no lease) go as one statement, each fenced on its own token.
-    const completeTogether = makeBatcher<FinishInput, boolean, SqlError>(64, (items) =>
+    // Each item's result is its `Finished` itself (a map per completion was two steps per job).
+    const completed: Finished = { written: true, lease: "none" }
+    const fenced: Finished = { written: false, lease: "none" }
+    const finishedOf = (written: boolean) => (written ? completed : fenced)
+    const completeTogether = makeBatcher<FinishInput, Finished, SqlError>(64, (items) =>
       Effect.gen(function*() {
         if (items.length === 1) {
-          return [
-            yield* finishAlone(items[0]!).pipe(Effect.map((f) =>
-              f.written
-            ))
-          ]
+          return [finishedOf((yield* finishAlone(items[0]!)).written)]
         }
         let tries = 0
-        const now = Math.max(...items.map((i) => i.now))
+        const now = Math.max(...items.map((i) =>
+          i.now
+        ))
         const st = s.completeBatch(items, now)
         // Two attempts of one job (one of them fenced) may share a batch: match id and token.
         const sent = yield* patiently(
@@ -424,11 +428,11 @@ export const make = (
                 : undefined)))
           )
         )
-        if (sent !== undefined && tries === 1) return items.map((i) => sent.has(key(i.id, i.token)))
+        if (sent !== undefined && tries === 1) return items.map((i) => finishedOf(sent.has(key(i.id, i.token))))
         // MySQL with some fenced, or a retry after a lost reply: completion keeps the token, so
         // the rows tell exactly which were completed by these attempts.
         const done = new Set((yield* rows(s.completedOf(items.map((i) => i.id)))).map((r) => key(r.id, r.claim_token)))
-        return items.map((i) => done.has(key(i.id, i.token)))
+        return items.map((i) => finishedOf(done.has(key(i.id, i.token))))
       }))
 
     // Concurrent leased completions go as one statement where the dialect has one (PostgreSQL):
@@ -469,11 +473,9 @@ export const make = (
     const finish = (input: FinishInput): Effect.Effect<Finished, SqlError> => {
       if (input.outcome._tag !== "Complete") return finishAlone(input)
       const lease = input.lease
-      return Effect.flatMap(inTransaction, (inside) => {
+      return inTransactionWith((inside) => {
         if (inside) return finishAlone(input)
-        if (lease === undefined) {
-          return Effect.map(completeTogether(input), (written) => ({ written, lease: "none" as const }))
-        }
+        if (lease === undefined) return completeTogether(input)
         // A release that wakes nobody, or a lease passed on, goes on its own: the batch statement
         // releases and hands off every lease.
         return completeLeasedTogether === undefined || !finishHandsOff(input) || input.transferTo !== undefined

@@ -17,7 +17,7 @@
  */
 import { SqlError } from "@effect/sql/SqlError"
 import { Clock, Effect, Either, Metric, Schedule } from "effect"
-import { inTransaction } from "./transaction.ts"
+import { inTransactionWith } from "./transaction.ts"
 
 /** How a dialect classifies a driver error. */
 export interface FailureKinds {
@@ -119,7 +119,7 @@ export const retryTransient = <A, E, R>(
   purpose: string,
   effect: Effect.Effect<A, E, R>
 ): Effect.Effect<A, E, R> =>
-  Effect.flatMap(inTransaction, (inside) => (inside ? effect : transientLoop(kinds, purpose, purpose, effect, 0)))
+  inTransactionWith((inside) => (inside ? effect : transientLoop(kinds, purpose, purpose, effect, 0)))
 
 /**
  * For statements fenced against running twice: like `retryTransient`, and after a lost
@@ -132,7 +132,7 @@ export const retryReconnecting = <A, E>(
   detail: string,
   effect: Effect.Effect<A, E>
 ): Effect.Effect<A, E> =>
-  Effect.flatMap(inTransaction, (inside) => {
+  inTransactionWith((inside) => {
     if (inside) return effect
     const label = `${purpose} (${detail})`
     const lost = (e: E) => kinds.isDisconnect(causeOf(e))

@@ -20,6 +20,13 @@ export const inTransaction: Effect.Effect<boolean> = Effect.withFiberRuntime((fi
 )
 
 /**
+ * `f` of whether the current fiber runs inside a `sql.withTransaction`, in one step (a flatMap
+ * of `inTransaction` is three, and an enqueue, a claim or a completion asks several times).
+ */
+export const inTransactionWith = <A, E, R>(f: (inside: boolean) => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.withFiberRuntime((fiber) => f(isTransactionContext(fiber.currentContext)))
+
+/**
  * The text that makes the next transaction on a MySQL/MariaDB connection (an autocommit
  * statement is one) run at READ COMMITTED, without changing the session's own level.
  * See docs/retries.md for why claims and job writes run at that level there.
@@ -57,7 +64,7 @@ export const packedTransaction = (
   sql: SqlClient.SqlClient,
   body: { readonly sql: string; readonly params: ReadonlyArray<unknown> }
 ): Effect.Effect<ReadonlyArray<unknown>, SqlError> =>
-  Effect.flatMap(inTransaction, (inside) =>
+  inTransactionWith((inside) =>
     inside
       ? sql.unsafe(body.sql, body.params as Array<unknown>).unprepared
       : Effect.uninterruptible(Effect.scoped(Effect.gen(function*() {
@@ -72,7 +79,8 @@ export const packedTransaction = (
         )
         // The SET and the START before `body`, its COMMIT after.
         return results.slice(2, -1)
-      }))))
+      })))
+  )
 
 /**
  * The rows of the last statement that returned rows, in a multi-statement query's results (the

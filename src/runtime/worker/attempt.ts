@@ -17,6 +17,8 @@ import { type HeldLease, Jobs } from "../Job.ts"
 import type { Resolved } from "./options.ts"
 import { observeAttempt } from "./observe.ts"
 import { annotateAttempt, traceAttempt } from "../tracing.ts"
+import { isTracing } from "../../core/tracer.ts"
+import { setInPlace } from "../inPlace.ts"
 import {
   cancelledMeanwhile,
   describe,
@@ -29,34 +31,42 @@ import {
   releaseFenced,
   reportLeaseLost
 } from "./outcome.ts"
-import { perform } from "./perform.ts"
+import { type InFlight, perform } from "./perform.ts"
 import { anySlotFree, firstToFree, slotNames, takeSlot } from "./slots.ts"
 import type { KeyGate, Turn } from "./keyGate.ts"
-import type { Watch } from "./watchdog.ts"
+import { watch, type Watch } from "./watchdog.ts"
 import { jobRef, ProcessResult } from "./results.ts"
 
 /** The services of the worker's entry points (the long-running worker's scheduler needs `ScheduleStore`). */
 export type WorkerServices = JobStore | JobLeases | Jobs | ScheduleStore
 
+// Each job type's decoder, made once per Schema (not per attempt).
+const decoders = new WeakMap<Schema.Schema<unknown, any>, (u: unknown) => Effect.Effect<unknown, ParseError>>()
+
 /**
  * Decodes a stored payload with its type's Schema, or says why it no longer decodes. A schema
- * that decodes synchronously (nearly all) gives its result at once, without an effect's steps per
- * attempt; one with an asynchronous transformation is run as an effect.
+ * that decodes synchronously (nearly all) gives its result at once, as a plain Either, without
+ * an effect's steps per attempt; one with an asynchronous transformation gives an effect to run.
  */
 const decodePayload = (
   job: JobRow,
   schema: Schema.Schema<unknown, any>
-): Effect.Effect<Either.Either<unknown, string>> => {
+): Either.Either<unknown, string> | Effect.Effect<Either.Either<unknown, string>> => {
   let json: unknown
   try {
     json = JSON.parse(job.payload)
   } catch (e) {
-    return Effect.succeed(Either.left(String(e)))
+    return Either.left(String(e))
+  }
+  let decode = decoders.get(schema)
+  if (decode === undefined) {
+    decode = Schema.decodeUnknown(schema)
+    decoders.set(schema, decode)
   }
   // Schema's decoders give an Either (itself an effect) when nothing asynchronous ran.
-  const decoded: Effect.Effect<unknown, ParseError> = Schema.decodeUnknown(schema)(json)
+  const decoded = decode(json)
   return Either.isEither(decoded)
-    ? Effect.succeed(Either.mapLeft(decoded as Either.Either<unknown, ParseError>, (e) => e.message))
+    ? Either.mapLeft(decoded as Either.Either<unknown, ParseError>, (e) => e.message)
     : Effect.either(Effect.mapError(decoded, (e) => e.message))
 }
 
@@ -194,16 +204,20 @@ export interface RunClaimedOptions {
   /** This worker's keys (./keyGate.ts): an attempt whose key its other attempts hold waits for them. */
   readonly gate?: KeyGate | undefined
   /**
-   * The caller's fiber already carries the attempt's log annotations (`attemptAnnotations`), as
-   * a long-running worker's runner sets them per attempt. Default: they are added for the attempt.
+   * The fiber is the attempt's own (a long-running worker's attempt fiber, or its runner on
+   * SQLite): the attempt's log annotations, these with the job's (`attemptAnnotations`), are set
+   * on it in place and left there until the next attempt's replace them. Default: the job's are
+   * added to the caller's for the attempt only.
    */
-  readonly annotated?: boolean | undefined
+  readonly annotations?: HashMap.HashMap<string, unknown> | undefined
   /**
    * Called once perform has succeeded, unless the attempt passes its lease to one waiting for it
    * in this worker (./keyGate.ts): all that is left is its outcome write, and its lease's release
    * (a long-running worker's runner starts its next job meanwhile, ./longRunning.ts).
    */
   readonly performed?: (() => void) | undefined
+  /** The caller stops perform itself when the attempt is interrupted (./perform.ts `InFlight`). */
+  readonly inFlight?: InFlight | undefined
 }
 
 /** The log annotations every line of an attempt of `job` carries, added to `base`. */
@@ -223,32 +237,38 @@ export const runClaimed = (
   job: JobRow,
   o: Resolved,
   options: RunClaimedOptions = {}
-): Effect.Effect<ProcessResult, SqlError, WorkerServices> => {
-  const traced = traceAttempt(
-    job,
-    observeAttempt(
+): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
+  // Whether a tracer is installed, the Clock and the log level: read off the fiber in one step,
+  // in which an attempt in a fiber of its own also sets its log annotations.
+  Effect.withFiberRuntime((fiber) => {
+    if (options.annotations !== undefined) {
+      setInPlace(fiber, FiberRef.currentLogAnnotations, attemptAnnotations(options.annotations, job))
+    }
+    const observed = observeAttempt(
+      fiber,
       job,
-      runAttempt(job, o, options.timer, options.recheck ?? false, options.gate, options.performed, options.annotated)
-    ),
-    options.rootSpan ?? false
-  )
-  return options.annotated === true
-    ? traced
-    : Effect.locallyWith(traced, FiberRef.currentLogAnnotations, (base) => attemptAnnotations(base, job))
-}
+      runAttempt(
+        job,
+        o,
+        options,
+        // The attempt's services, read once: its requirements say they are there.
+        fiber.currentContext as Context.Context<JobLeases | JobStore | Jobs>
+      )
+    )
+    const traced = isTracing(fiber.currentTracer) ? traceAttempt(job, observed, options.rootSpan ?? false) : observed
+    return options.annotations !== undefined
+      ? traced
+      : Effect.locallyWith(traced, FiberRef.currentLogAnnotations, (base) => attemptAnnotations(base, job))
+  })
 
 const runAttempt = (
   job: JobRow,
   o: Resolved,
-  timer: Watch | undefined,
-  recheck: boolean,
-  gate: KeyGate | undefined,
-  performed: (() => void) | undefined,
-  annotated: boolean | undefined
+  { annotations, gate, inFlight, performed, recheck = false, timer }: RunClaimedOptions,
+  services: Context.Context<JobLeases | JobStore | Jobs>
 ): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
   Effect.gen(function*() {
-    // The attempt's services in one read of the context (a step per service otherwise).
-    const services = yield* Effect.context<JobLeases | JobStore | Jobs>()
+    const annotated = annotations !== undefined
     const leases = Context.get(services, JobLeases)
     const store = Context.get(services, JobStore)
     const token = job.claimToken!
@@ -295,7 +315,8 @@ const runAttempt = (
       )
     }
     const type = registered.value.type
-    const decoded = yield* decodePayload(job, type.schema)
+    const decoding = decodePayload(job, type.schema)
+    const decoded = Either.isEither(decoding) ? decoding : yield* decoding
     if (Either.isLeft(decoded)) {
       const error = new PayloadError({ jobName: job.name, reason: `stored payload no longer decodes: ${decoded.left}` })
       return yield* recordFailure(job, type.backoff, describe(Cause.fail(error)), claimed)
@@ -372,13 +393,13 @@ const runAttempt = (
     }
 
     // Annotated only with a lease: an annotation in scope copies the fiber's every FiberRef. A
-    // fiber that carries the attempt's annotations already (`annotated`) is the attempt's until
-    // its runner sets the next one's, so the lease's name is simply added to them.
-    const performing = perform(job, registered.value, payload, o.host, held, timer)
-    if (leaseName !== undefined && annotated === true) {
+    // fiber whose annotations were set in place (`annotations`) is the attempt's until the next
+    // attempt sets its own, so the lease's name is simply added to them.
+    const performing = perform(job, registered.value, payload, o.host, held, timer ?? watch, services, inFlight)
+    if (leaseName !== undefined && annotated) {
       yield* FiberRef.update(FiberRef.currentLogAnnotations, HashMap.set("leaseName", leaseName as unknown))
     }
-    const exit = yield* (leaseName === undefined || annotated === true
+    const exit = yield* (leaseName === undefined || annotated
       ? performing
       : Effect.annotateLogs(performing, { leaseName }))
     const failedWith = (is: (e: unknown) => boolean) =>

@@ -40,7 +40,7 @@ import { cachedDraining, touchHost } from "./hosts.ts"
 import { resolveWorker, type WorkerConfig } from "./options.ts"
 import { ProcessResult, tallyOf } from "./results.ts"
 import { claimInput, reapWith } from "./turns.ts"
-import { attemptAnnotations, RECHECK_AFTER_MS, runClaimed } from "./attempt.ts"
+import { RECHECK_AFTER_MS, runClaimed } from "./attempt.ts"
 import { makeKeyClaims } from "./keyClaims.ts"
 import { makeKeyGate } from "./keyGate.ts"
 import { makeReadyBuffer } from "./readyBuffer.ts"
@@ -48,6 +48,7 @@ import { CLAIM_AHEAD_MS, makeStartTimes, MAX_AHEAD_FACTOR } from "./claimAhead.t
 import { type OneShot, unsafeMakeOneShot } from "../../core/oneShot.ts"
 import { handOffNow } from "./outcome.ts"
 import { runScheduler } from "./scheduler.ts"
+import { noneInFlight, stopPerform } from "./perform.ts"
 
 /** How long a claimed job may wait before it is read again (defined in ./attempt.ts). */
 export { RECHECK_AFTER_MS } from "./attempt.ts"
@@ -134,12 +135,6 @@ export const make = (
       addRunning(delta)
       runningNow += delta
     }
-    // Outcomes are counted in the metrics where every entry point's attempts are (./observe.ts).
-    const record = (result: ProcessResult) =>
-      Effect.suspend(() => {
-        tally = tallyOf(tally, result)
-        return config.onResult === undefined ? Effect.void : config.onResult(result)
-      })
     // Never older than the poll interval, or a second with a shorter one (./hosts.ts): read at
     // most once a second, since a busy claimer's reads were a statement every poll.
     const isDraining = yield* cachedDraining(store, o.host, Duration.max(poll, DRAIN_STATE_MIN_AGE))
@@ -224,7 +219,7 @@ export const make = (
             ))
         room.buffered += rows.length
         room.contended = Math.max(0, room.contended - rows.length)
-        const claimedAt = yield* Clock.currentTimeMillis
+        const claimedAt = clock.unsafeCurrentTimeMillis()
         ready.offerAll(rows.map((job) => ({ job, claimedAt })))
         // Fewer than asked: nothing more is due now (wait for a wake-up signal or the poll), unless
         // the claim took a job of a key: it took one per key, so look again (./keyClaims.ts).
@@ -232,11 +227,17 @@ export const make = (
       }
     })
 
+    // The runners' own log annotations (the worker's), to which each attempt adds its job's.
+    const annotations = yield* FiberRef.get(FiberRef.currentLogAnnotations)
     // What the end of an attempt settles, in place. A release skipped its hand-off for an attempt
     // that did not take the lease after all (./keyGate.ts): the key's next waiter is woken by the
-    // returned effect (never this job itself). An interrupted attempt is remembered for the
+    // returned effect, if any (never this job itself). An interrupted attempt is remembered for the
     // hand-back (./handBack.ts). Its runner is free (if it was not already), whatever happens.
-    const settle = (job: JobRow, exit: Exit.Exit<unknown, unknown>, free: (early: boolean) => void) => {
+    const settle = (
+      job: JobRow,
+      exit: Exit.Exit<unknown, unknown>,
+      free: (early: boolean) => void
+    ): Effect.Effect<void, never, JobStore> | undefined => {
       let owed: string | undefined
       try {
         owed = gate.leave(job.claimToken!)
@@ -247,46 +248,53 @@ export const make = (
       } finally {
         free(false)
       }
-      return owed === undefined ? Effect.void : handOffNow(owed, job.id)
+      return owed === undefined ? undefined : handOffNow(owed, job.id)
     }
-    // One attempt, settled however it ends: the end is handled in one uninterruptible step (an
-    // acquire/use/release and an `ensuring` were a tenth of the worker's steps per job, issue 13).
-    // `behind`: its runner may be freed before its end, once perform has succeeded (see `attempts`).
+    // One attempt, settled however it ends, and reported: the end is handled in one
+    // uninterruptible step (an acquire/use/release and an `ensuring` were a tenth of the worker's
+    // steps per job, and a separate catch and report a few more, issue 13). `behind`: its runner
+    // may be freed before its end, once perform has succeeded (see `attempts`).
     const attemptOf = (job: JobRow, recheck: boolean, free: (early: boolean) => void, behind: boolean) =>
       Effect.uninterruptibleMask((restore) => {
         running(1)
         const performed = behind ? () => free(true) : undefined
+        // Interrupted (a stopping worker), the attempt stops its perform and waits for it here.
+        const inFlight = noneInFlight()
         return Effect.matchCauseEffect(
-          restore(runClaimed(job, o, { timer, recheck, rootSpan: true, gate, annotated: true, performed })),
+          // The attempt's log annotations are set on its fiber (the runner's, on SQLite) and left
+          // there until the next attempt's: a runner logs nothing between attempts.
+          restore(runClaimed(job, o, { timer, recheck, rootSpan: true, gate, annotations, performed, inFlight })),
           {
-            onFailure: (cause) => Effect.zipRight(settle(job, Exit.failCause(cause), free), Effect.failCause(cause)),
-            onSuccess: (result) => Effect.as(settle(job, Exit.succeed(result), free), result)
+            onFailure: (cause) =>
+              Effect.zipRight(
+                stopPerform(inFlight),
+                Effect.suspend(() => {
+                  const owed = settle(job, Exit.failCause(cause), free)
+                  return owed === undefined ? unwritten(job, cause) : Effect.zipRight(owed, unwritten(job, cause))
+                })
+              ),
+            onSuccess: (result) => {
+              const owed = settle(job, Exit.succeed(result), free)
+              // Outcomes are counted in the metrics where every entry point's attempts are (./observe.ts).
+              tally = tallyOf(tally, result)
+              if (result._tag === "Deferred") room.contended = concurrency * 2
+              const reported = config.onResult === undefined ? Effect.void : config.onResult(result)
+              return owed === undefined ? reported : Effect.zipRight(owed, reported)
+            }
           }
         )
       })
-    // The rest of an attempt once its runner has let go of it: its outcome, and what it reports.
-    const finished = (job: JobRow, attempt: Effect.Effect<ProcessResult, SqlError, WorkerServices>) =>
-      Effect.flatMap(
-        Effect.catchAllCause(attempt, (cause) =>
-          // The outcome could not be written (the database went away mid-attempt): the row stays
-          // processing and the reaper takes it back.
-          Cause.isInterruptedOnly(cause)
-            ? Effect.failCause(cause)
-            : Effect.as(
-              Effect.logWarning(
-                `attempt of ${job.name} ${job.id} ended without an outcome (${
-                  explain(Cause.squash(cause))
-                }); the reaper will take it back`,
-                cause
-              ),
-              undefined
-            )),
-        (result) => {
-          if (result === undefined) return Effect.void
-          if (result._tag === "Deferred") room.contended = concurrency * 2
-          return record(result)
-        }
-      )
+    // An attempt that ended without an outcome: the outcome could not be written (the database
+    // went away mid-attempt): the row stays processing and the reaper takes it back.
+    const unwritten = (job: JobRow, cause: Cause.Cause<unknown>): Effect.Effect<void> =>
+      Cause.isInterruptedOnly(cause)
+        ? Effect.failCause(cause as Cause.Cause<never>)
+        : Effect.logWarning(
+          `attempt of ${job.name} ${job.id} ended without an outcome (${
+            explain(Cause.squash(cause))
+          }); the reaper will take it back`,
+          cause
+        )
 
     // Attempts on a database server run in a fiber of their own: the runner waits for one only
     // until perform has succeeded (`performed`), then starts its next job while the attempt writes
@@ -313,8 +321,6 @@ export const make = (
       roomWaiters.push(room)
       return Effect.zipRight(room.await, waitForRoomBehind)
     })
-    // The runners' own log annotations (the worker's), to which each attempt adds its job's.
-    const annotations = yield* FiberRef.get(FiberRef.currentLogAnnotations)
     // A loop, not `Effect.forever`: that yields to the scheduler after every job, a hop of its own
     // per job (the runtime still yields after a run of steps, and every wait here suspends).
     const runner = Effect.gen(function*() {
@@ -343,20 +349,17 @@ export const make = (
           Queue.unsafeOffer(slotFreed, undefined)
           freed?.complete(Exit.void)
         }
-        // Set on the runner for the attempt's fiber to inherit, and left until the next one
-        // replaces them: a runner logs nothing between attempts.
-        yield* FiberRef.set(FiberRef.currentLogAnnotations, attemptAnnotations(annotations, job))
         if (!store.remote) {
-          yield* finished(job, attemptOf(job, recheck, free, false))
+          yield* attemptOf(job, recheck, free, false)
           continue
         }
         const runnerFreed = unsafeMakeOneShot<void, never>()
         freed = runnerFreed
-        const fiber = yield* Effect.forkDaemon(finished(job, attemptOf(job, recheck, free, true)))
+        const fiber = yield* Effect.forkDaemon(attemptOf(job, recheck, free, true))
         attempts.add(fiber)
         fiber.addObserver(() => attempts.delete(fiber))
         yield* runnerFreed.await
-        yield* waitForRoomBehind
+        if (behind >= maxBehind) yield* waitForRoomBehind
       }
     })
 

@@ -103,7 +103,8 @@ const finishAttempt = (
   job: JobRow,
   outcome: Outcome,
   held: Held | undefined,
-  resultOf: (written: boolean) => ProcessResult
+  resultOf: (written: boolean) => ProcessResult,
+  after?: (result: ProcessResult) => Effect.Effect<ProcessResult>
 ): Effect.Effect<ProcessResult, SqlError, JobStore | JobLeases> =>
   // The store and the Clock read in one step: this runs once per attempt.
   Effect.withFiberRuntime((fiber) => {
@@ -119,11 +120,13 @@ const finishAttempt = (
         handOff: held?.handOff,
         transferTo: held?.transferTo
       }),
-      // Written, with no lease: nearly every plain attempt, settled without further steps.
-      (finished) =>
-        held === undefined && finished.written
-          ? Effect.succeed(resultOf(true))
-          : afterFinish(job, held, finished, resultOf)
+      // Written, with no lease: nearly every plain attempt, settled without further steps. `after`
+      // sees the other outcomes only (a fenced or cancelled job, a lease).
+      (finished) => {
+        if (held === undefined && finished.written) return Effect.succeed(resultOf(true))
+        const rest = afterFinish(job, held, finished, resultOf)
+        return after === undefined ? rest : Effect.flatMap(rest, after)
+      }
     )
   })
 
@@ -176,16 +179,14 @@ export const recordSuccess = (
   job: JobRow,
   lease: Held | undefined
 ): Effect.Effect<ProcessResult, SqlError, JobStore | JobLeases> =>
-  Effect.flatMap(
-    finishAttempt(
-      job,
-      { _tag: "Complete" },
-      lease,
-      (written) =>
-        written
-          ? ProcessResult.Completed({ job: jobRef(job), leaseLost: false })
-          : ProcessResult.Fenced({ job: jobRef(job), leaseLost: false })
-    ),
+  finishAttempt(
+    job,
+    { _tag: "Complete" },
+    lease,
+    (written) =>
+      written
+        ? ProcessResult.Completed({ job: jobRef(job), leaseLost: false })
+        : ProcessResult.Fenced({ job: jobRef(job), leaseLost: false }),
     // A completed attempt is logged with its duration where every attempt is (./observe.ts).
     (result): Effect.Effect<ProcessResult> =>
       result._tag === "Cancelled"

@@ -12,7 +12,7 @@
  *   fiber, a timer and an interruption of its own (issue 13's profile: those were a fifth of the
  *   worker's CPU per job with no database work at all).
  */
-import { Duration, Effect, Fiber, Queue, type Scope } from "effect"
+import { Duration, Effect, Fiber, type Scope } from "effect"
 
 /** Runs `onLate` once `timeout` has passed; the returned effect cancels it (a no-op once it ran). */
 export type Watch = (timeout: Duration.Duration, onLate: Effect.Effect<void>) => Effect.Effect<Effect.Effect<void>>
@@ -45,12 +45,18 @@ export const makeWatchdog = (
     let slept = 0
     // The step being slept now (0: none): an attempt that begins during it starts counting after it.
     let sleeping = 0
-    const wake = yield* Queue.sliding<void>(1)
+    // The loop's resume while it waits for work (nothing watched); a plain callback, so that
+    // watching an attempt is one step (a Queue's offer was four, per attempt: issue 13).
+    let parked: ((wake: Effect.Effect<void>) => void) | undefined
+    const park = Effect.async<void>((resume) => {
+      if (entries.size > 0) resume(Effect.void)
+      else parked = resume
+    })
 
     const loop = Effect.gen(function*() {
       while (true) {
         if (entries.size === 0) {
-          yield* Queue.take(wake)
+          yield* park
           continue
         }
         let step = stepMs
@@ -70,13 +76,15 @@ export const makeWatchdog = (
     yield* Effect.forkScoped(loop)
 
     return (timeout, onLate) =>
-      Effect.suspend(() => {
+      Effect.sync(() => {
         const entry: Entry = { ms: Duration.toMillis(timeout), from: slept + sleeping, onLate }
         entries.add(entry)
-        const cancel = Effect.sync(() => {
+        // The watcher waits for work only when nothing is watched.
+        const resume = parked
+        parked = undefined
+        resume?.(Effect.void)
+        return Effect.sync(() => {
           entries.delete(entry)
         })
-        // The watcher waits for work only when nothing is watched.
-        return entries.size === 1 ? Effect.as(Queue.offer(wake, undefined), cancel) : Effect.succeed(cancel)
       })
   })

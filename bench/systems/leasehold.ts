@@ -115,17 +115,13 @@ const enqueueMany = <A, I, R>(type: JobType<string, A, I, R>, n: number, payload
 const drainWith = (n: number, config: Worker.WorkerConfig) =>
   Effect.gen(function*() {
     const done = yield* Deferred.make<number>()
-    const completed = yield* Ref.make(0)
+    // A plain count, as graphile-worker's drain counts its completion events.
+    let completed = 0
     const start = performance.now()
     yield* Worker.make({
       ...config,
       onResult: (r) =>
-        r._tag === "Completed"
-          ? Effect.flatMap(
-            Ref.updateAndGet(completed, (c) => c + 1),
-            (c) => c === n ? Deferred.succeed(done, performance.now()) : Effect.void
-          )
-          : Effect.void
+        r._tag === "Completed" && ++completed === n ? Deferred.succeed(done, performance.now()) : Effect.void
     })
     const end = yield* Deferred.await(done)
     return { start, end }

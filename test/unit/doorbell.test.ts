@@ -45,7 +45,7 @@ describe("doorbell", () => {
       yield* TestClock.adjust(Duration.millis(1))
       expect(yield* Fiber.join(waiting)).toBe(true)
       yield* bell.stop
-      expect(yield* bell.stopping).toBe(true)
+      expect(bell.stopping()).toBe(true)
       expect(yield* bell.idle).toBe(true)
       expect(yield* bell.idle).toBe(true)
     }))

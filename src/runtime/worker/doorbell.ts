@@ -22,8 +22,8 @@ export interface Doorbell {
    * queue again); false: only nudged. After `stop`, it returns at once.
    */
   readonly idle: Effect.Effect<boolean>
-  /** Whether `stop` has been called. */
-  readonly stopping: Effect.Effect<boolean>
+  /** Whether `stop` has been called (a plain read: the claimer asks before every claim). */
+  readonly stopping: () => boolean
   /** Marks the worker stopping and wakes the waiting fiber so it sees it. */
   readonly stop: Effect.Effect<void>
 }
@@ -161,7 +161,7 @@ export const makeDoorbell = (poll: Duration.Duration, probe?: Probe): Effect.Eff
         if (stopping) return Effect.succeed(true)
         return pending ? Effect.succeed(taken()) : wait
       }),
-      stopping: Effect.sync(() => stopping),
+      stopping: () => stopping,
       stop: Effect.suspend(() => {
         stopping = true
         return ring

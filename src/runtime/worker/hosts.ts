@@ -97,14 +97,18 @@ export const cachedDraining = (
         if (now >= cached.at) cached = { at: now, draining }
         return draining
       })
-    return Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
+    // The Clock read in place: this runs before every claim (an idle worker's, once per job).
+    return Effect.clockWith((clock) => {
+      const now = clock.unsafeCurrentTimeMillis()
       const age = now - cached.at
-      if (age >= everyMs) return yield* read(now)
+      if (age >= everyMs) return read(now)
       if (age >= everyMs * REFRESH_AHEAD && !refreshing) {
         refreshing = true
-        yield* Effect.forkIn(Effect.ensuring(read(now), Effect.sync(() => (refreshing = false))), scope)
+        return Effect.as(
+          Effect.forkIn(Effect.ensuring(read(now), Effect.sync(() => (refreshing = false))), scope),
+          cached.draining
+        )
       }
-      return cached.draining
+      return Effect.succeed(cached.draining)
     })
   })

@@ -183,7 +183,7 @@ export const make = (
       // statement for the keys freed meanwhile, one job per key), until a ring or the poll: a freed
       // key's next job is all that changed.
       let look = true
-      while (!(yield* bell.stopping)) {
+      while (!bell.stopping()) {
         if (yield* isDraining) {
           yield* bell.idle
           look = true

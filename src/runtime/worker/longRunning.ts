@@ -325,7 +325,8 @@ export const make = (
     // per job (the runtime still yields after a run of steps, and every wait here suspends).
     const runner = Effect.gen(function*() {
       while (true) {
-        const { claimedAt, job } = yield* ready.take
+        // A job waiting is taken in place; only an empty buffer is waited on.
+        const { claimedAt, job } = ready.poll() ?? (yield* ready.take)
         const now = clock.unsafeCurrentTimeMillis()
         // A job that waited in the buffer is read again before it starts: it may have been
         // cancelled since its claim (RECHECK_AFTER_MS).

@@ -15,6 +15,8 @@ export interface ReadyBuffer<A> {
   readonly offerAll: (items: ReadonlyArray<A>) => void
   /** The oldest item, or the next one added. After `shutdown`, the taker is interrupted. */
   readonly take: Effect.Effect<A>
+  /** The oldest item if one waits, as a plain call: no step of a fiber's. */
+  readonly poll: () => A | undefined
   /** Removes and returns every item waiting. */
   readonly takeAll: () => ReadonlyArray<A>
   /** Interrupts the runners waiting, and every later take. */
@@ -27,6 +29,16 @@ export const makeReadyBuffer = <A>(): ReadyBuffer<A> => {
   let head = 0
   const waiters: Array<(taken: Effect.Effect<A>) => void> = []
   let closed = false
+  const poll = (): A | undefined => {
+    if (head >= items.length) return undefined
+    const item = items[head]!
+    head++
+    if (head === items.length) {
+      items = []
+      head = 0
+    }
+    return item
+  }
   const wait = Effect.async<A>((resume) => {
     waiters.push(resume)
     // Interrupted while waiting: no longer a waiter, so nothing is handed to it.
@@ -44,17 +56,11 @@ export const makeReadyBuffer = <A>(): ReadyBuffer<A> => {
       }
     },
     take: Effect.suspend(() => {
-      if (head < items.length) {
-        const item = items[head]!
-        head++
-        if (head === items.length) {
-          items = []
-          head = 0
-        }
-        return Effect.succeed(item)
-      }
+      const item = poll()
+      if (item !== undefined) return Effect.succeed(item)
       return closed ? Effect.interrupt : wait
     }),
+    poll,
     takeAll: () => {
       const all = items.slice(head)
       items = []

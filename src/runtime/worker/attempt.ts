@@ -5,7 +5,7 @@
  * perform error become outcomes.
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import { Cause, Clock, Context, Effect, Either, Exit, FiberRef, HashMap, Option, Schema } from "effect"
+import { Cause, Clock, Context, Effect, Either, Exit, type Fiber, FiberRef, HashMap, Option, Schema } from "effect"
 import type { ParseError } from "effect/ParseResult"
 import { Fenced, JobCancelled, JobTimeoutError, PayloadError, UnknownJobTypeError } from "../../core/errors.ts"
 import { type BackoffOptions, DEFAULT_BACKOFF } from "../../core/jobs.ts"
@@ -252,7 +252,8 @@ export const runClaimed = (
         o,
         options,
         // The attempt's services, read once: its requirements say they are there.
-        fiber.currentContext as Context.Context<JobLeases | JobStore | Jobs>
+        fiber.currentContext as Context.Context<JobLeases | JobStore | Jobs>,
+        fiber
       )
     )
     const traced = isTracing(fiber.currentTracer) ? traceAttempt(job, observed, options.rootSpan ?? false) : observed
@@ -265,10 +266,13 @@ const runAttempt = (
   job: JobRow,
   o: Resolved,
   { annotations, gate, inFlight, performed, recheck = false, timer }: RunClaimedOptions,
-  services: Context.Context<JobLeases | JobStore | Jobs>
+  services: Context.Context<JobLeases | JobStore | Jobs>,
+  // The fiber the attempt runs in: whether a tracer is installed, and its log annotations.
+  fiber: Fiber.RuntimeFiber<unknown, unknown>
 ): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>
   Effect.gen(function*() {
     const annotated = annotations !== undefined
+    const tracing = isTracing(fiber.currentTracer)
     const leases = Context.get(services, JobLeases)
     const store = Context.get(services, JobStore)
     const token = job.claimToken!
@@ -343,7 +347,9 @@ const runAttempt = (
       yield* giveBack(claimed)
     }
     if (leaseName !== undefined) {
-      yield* annotateAttempt("leasehold.lease.name", leaseName)
+      if (tracing) {
+        yield* annotateAttempt("leasehold.lease.name", leaseName)
+      }
       held = claimed?.name === leaseName ? yield* stillHeld(claimed, token, job.claimTimeout) : undefined
       if (held === undefined) {
         // A lease its claim took that could not be renewed (taken over, or the renewal failed):
@@ -389,7 +395,9 @@ const runAttempt = (
           yield* Effect.fork(handOffNow(leaseName))
         }
       }
-      yield* annotateAttempt("leasehold.lease.fencing_token", String(held.fencingToken))
+      if (tracing) {
+        yield* annotateAttempt("leasehold.lease.fencing_token", String(held.fencingToken))
+      }
     }
 
     // Annotated only with a lease: an annotation in scope copies the fiber's every FiberRef. A
@@ -397,7 +405,8 @@ const runAttempt = (
     // attempt sets its own, so the lease's name is simply added to them.
     const performing = perform(job, registered.value, payload, o.host, held, timer ?? watch, services, inFlight)
     if (leaseName !== undefined && annotated) {
-      yield* FiberRef.update(FiberRef.currentLogAnnotations, HashMap.set("leaseName", leaseName as unknown))
+      const current = fiber.getFiberRef(FiberRef.currentLogAnnotations)
+      setInPlace(fiber, FiberRef.currentLogAnnotations, HashMap.set(current, "leaseName", leaseName as unknown))
     }
     const exit = yield* (leaseName === undefined || annotated
       ? performing

@@ -278,7 +278,9 @@ export const make = (
               // Outcomes are counted in the metrics where every entry point's attempts are (./observe.ts).
               tally = tallyOf(tally, result)
               if (result._tag === "Deferred") room.contended = concurrency * 2
-              const reported = config.onResult === undefined ? Effect.void : config.onResult(result)
+              // The caller's hook runs interruptibly, as the attempt did: a hook that hangs must
+              // not hold up a stop.
+              const reported = config.onResult === undefined ? Effect.void : restore(config.onResult(result))
               return owed === undefined ? reported : Effect.zipRight(owed, reported)
             }
           }

@@ -143,16 +143,16 @@ export const perform = (
     // attempt can be handed back and its lease released without overlapping it (./handBack.ts).
     // Either way the timer goes. One exit handler for both (each wrapper is steps per attempt),
     // or none where the caller stops what `inFlight` holds when it is interrupted.
+    // One rule for stopping it, here or by the caller (`stopPerform`).
+    const running: InFlight = inFlight ?? noneInFlight()
+    running.fiber = fiber
+    running.cancel = cancel
     if (inFlight === undefined) {
       return yield* Effect.onExit(done.await, (exit) =>
-        Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause)
-          ? Effect.zipRight(Fiber.interrupt(fiber), cancel)
-          : cancel)
+        Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) ? stopPerform(running) : cancel)
     }
-    inFlight.fiber = fiber
-    inFlight.cancel = cancel
     const exit = yield* done.await
-    inFlight.fiber = undefined
+    running.fiber = undefined
     yield* cancel
     return exit
   })

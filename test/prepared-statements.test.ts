@@ -13,6 +13,7 @@ import { MAX_PER_CONNECTION, MAX_TEXT_LENGTH } from "../src/adapters/postgres/pr
 import * as Postgres from "../src/postgres.ts"
 import { define, enqueue } from "../src/runtime/Job.ts"
 import * as Migrator from "../src/runtime/migrate.ts"
+import { JobLeases, JobStore } from "../src/JobStore.ts"
 import { dropPrefixed } from "./support/databases.ts"
 import { PG_URL, uniquePrefix } from "./support/urls.ts"
 
@@ -130,5 +131,56 @@ it.effect(
       expect(yield* read).toEqual([{ v: 2 }])
       expect((yield* preparedTexts).map((r) => r.statement)).toEqual([`SELECT $1::int + 1 AS v`])
     }).pipe(Effect.provide(clientLayer(PG_URL, { maxConnections: 1 }))),
+  60_000
+)
+
+const Keyed = define({
+  name: "keyed",
+  schema: Schema.Struct({ key: Schema.String }),
+  concurrencyKeyFor: (p) => p.key,
+  perform: () => Effect.void
+})
+
+it.effect(
+  "leased completions at once are one named statement whatever their number (the attempts bound as arrays)",
+  () => {
+    const prefix = uniquePrefix("prep")
+    return Effect.gen(function*() {
+      yield* (yield* Migrator.make({ prefix })).run
+      const store = yield* JobStore
+      const leases = yield* JobLeases
+      yield* leases.ensureTable
+      const now = Date.now() + 60_000
+      // The batch statement (one finish on its own is another, `… AS written`).
+      const batchTexts = Effect.map(
+        preparedTexts,
+        (rows) =>
+          rows.map((r) => r.statement).filter((t) => t.startsWith("WITH done AS") && t.includes("'done' AS kind"))
+      )
+      const seen: Array<ReadonlyArray<string>> = []
+      // 60 at once (as a list of placeholders, ~59 ran past MAX_TEXT_LENGTH and went unnamed),
+      // then 3: the same named text.
+      for (const size of [60, 3]) {
+        for (let i = 0; i < size; i++) yield* enqueue(Keyed, { key: `k${size}-${i}` })
+        const claimed = yield* store.claimMany(
+          { queues: undefined, host: "h", now, claimToken: "unused", timeoutCap: undefined, hostCap: undefined },
+          size
+        )
+        expect(claimed).toHaveLength(size)
+        const finished = yield* Effect.forEach(claimed, (j) => {
+          const lease = `key:${JSON.parse(j.payload).key}`
+          return Effect.zipRight(
+            leases.tryAcquireToken({ name: lease, owner: j.claimToken!, host: "h", now, expiresAt: now + 60_000 }),
+            store.finish({ id: j.id, token: j.claimToken!, now, outcome: { _tag: "Complete" }, lease })
+          )
+        }, { concurrency: "unbounded" })
+        expect(finished.every((f) => f.written && f.lease === "released")).toBe(true)
+        seen.push(yield* batchTexts)
+      }
+      expect(seen[0]).toHaveLength(1)
+      expect(seen[1]).toEqual(seen[0])
+      yield* dropPrefixed(prefix)
+    }).pipe(Effect.provide(Postgres.layer({ url: PG_URL, prefix, jobs: [Keyed], maxConnections: 1 })))
+  },
   60_000
 )

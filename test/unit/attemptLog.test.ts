@@ -4,7 +4,7 @@
  */
 import { expect, it } from "@effect/vitest"
 import { Clock, Deferred, Effect, HashMap, List, Logger, LogLevel, Schema, TestClock } from "effect"
-import { define, enqueue } from "../../src/runtime/Job.ts"
+import { define, enqueue, jobsLayer } from "../../src/runtime/Job.ts"
 import * as Worker from "../../src/runtime/Worker.ts"
 import { JobStore } from "../../src/JobStore.ts"
 import { TestLeasehold } from "../../src/testing.ts"
@@ -125,4 +125,77 @@ it.effect("a reaped attempt's warning carries its job, as the attempt's own line
     const warnings = lines.filter((l) => l.level === "WARN" && String(l.message).startsWith("reaped logged"))
     expect(warnings.map((l) => l.annotations)).toEqual([{ jobId: id, jobName: "logged", attempt: 1 }])
   }).pipe(Effect.provide(TestLeasehold.layer({ jobs: [Logged] })), Effect.provide(capture(lines)))
+})
+
+// Logs one line from inside perform; runs one at a time per key.
+const Keyed = define({
+  name: "keyed",
+  queue: "q",
+  schema: Schema.Struct({ n: Schema.Number, key: Schema.String }),
+  concurrencyKeyFor: (p) => p.key,
+  perform: ({ n }) => Effect.logInfo(`performing ${n}`)
+})
+// The same job type in a later version of the app: its key is another.
+const KeyedLater = define({
+  name: "keyed",
+  queue: "q",
+  schema: Keyed.schema,
+  concurrencyKeyFor: (p) => `${p.key}-v2`,
+  perform: ({ n }) => Effect.logInfo(`performing ${n}`)
+})
+
+// Runs `n` jobs in a long-running worker with one runner, so each attempt follows another's.
+const runInWorker = (n: number) =>
+  Effect.scoped(Effect.gen(function*() {
+    const done = yield* Deferred.make<void>()
+    let finished = 0
+    yield* Worker.make({
+      host: "h",
+      concurrency: 1,
+      onResult: () => Effect.suspend(() => (++finished === n ? Deferred.succeed(done, undefined) : Effect.void))
+    })
+    yield* Deferred.await(done)
+  }))
+
+// The line `message`'s leaseName annotation, and the outcome line after it.
+const leaseNames = (lines: ReadonlyArray<Line>, message: string) => {
+  const at = lines.findIndex((l) => l.message === message)
+  const outcome = lines.slice(at).find((l) => String(l.message).startsWith("attempt completed"))
+  return [lines[at]?.annotations.leaseName, outcome?.annotations.leaseName]
+}
+
+it.effect("an attempt with a lease logs the lease's name; one without, on the same runner next, does not", () => {
+  const lines: Array<Line> = []
+  return Effect.gen(function*() {
+    yield* enqueue(Keyed, { n: 1, key: "acct-1" })
+    yield* enqueue(Logged, { n: 2 })
+    yield* enqueue(Keyed, { n: 3, key: "acct-3" })
+    yield* runInWorker(3)
+    yield* enqueue(Keyed, { n: 4, key: "acct-4" })
+    expect(yield* Worker.processNext({ host: "h" })).toMatchObject({ _tag: "Completed" })
+    yield* enqueue(Logged, { n: 5 })
+    expect(yield* Worker.processNext({ host: "h" })).toMatchObject({ _tag: "Completed" })
+    expect(leaseNames(lines, "performing 1")).toEqual(["key:acct-1", "key:acct-1"])
+    expect(leaseNames(lines, "performing 2")).toEqual([undefined, undefined])
+    expect(leaseNames(lines, "performing 3")).toEqual(["key:acct-3", "key:acct-3"])
+    expect(leaseNames(lines, "performing 4")).toEqual(["key:acct-4", "key:acct-4"])
+    expect(leaseNames(lines, "performing 5")).toEqual([undefined, undefined])
+  }).pipe(Effect.provide(TestLeasehold.layer({ jobs: [Keyed, Logged] })), Effect.provide(capture(lines)))
+})
+
+it.effect("an attempt whose job type now names another lease logs that one, not the one enqueued", () => {
+  const lines: Array<Line> = []
+  return Effect.gen(function*() {
+    // Enqueued by the earlier version (its lease, key:acct-1, is stored with the job).
+    yield* enqueue(Keyed, { n: 1, key: "acct-1" })
+    yield* enqueue(Keyed, { n: 2, key: "acct-2" })
+    yield* Effect.provide(runInWorker(2), jobsLayer(KeyedLater))
+    yield* enqueue(Keyed, { n: 3, key: "acct-3" })
+    expect(yield* Effect.provide(Worker.processNext({ host: "h" }), jobsLayer(KeyedLater))).toMatchObject({
+      _tag: "Completed"
+    })
+    expect(leaseNames(lines, "performing 1")).toEqual(["key:acct-1-v2", "key:acct-1-v2"])
+    expect(leaseNames(lines, "performing 2")).toEqual(["key:acct-2-v2", "key:acct-2-v2"])
+    expect(leaseNames(lines, "performing 3")).toEqual(["key:acct-3-v2", "key:acct-3-v2"])
+  }).pipe(Effect.provide(TestLeasehold.layer({ jobs: [Keyed] })), Effect.provide(capture(lines)))
 })

@@ -201,14 +201,27 @@ SELECT (SELECT COUNT(*) FROM done) AS written, ${counts}, (SELECT COUNT(*) FROM 
       },
       // Several leased completions in one statement. Every part reads the statement's snapshot,
       // where the attempts completed here are still processing: never their own waiters.
-      completeLeased: ({ sql, jobLocks }, p) =>
-        sql`WITH done AS (${p.done}),
-released AS (DELETE FROM ${jobLocks} WHERE (lockname, lockowner) IN (${p.leases}) RETURNING lockname, lockowner),
-woke AS (${p.handOff(sql`SELECT lockname FROM released`)} RETURNING id),
+      // The attempts are bound as three arrays, so the text is one whatever the batch's size:
+      // as a list of placeholders, a batch of 40 ran past preparing.ts's MAX_TEXT_LENGTH and was
+      // parsed and planned on every call (0.5 + 0.55 ms, 25 µs of PostgreSQL's CPU per job, issue
+      // 13). `= ANY` finds the rows by primary key; the pairs then keep each id with its own token
+      // (columns named: a `*` is never prepared, ./preparing.ts).
+      completeLeased: ({ sql, jobLocks }, p) => {
+        const ids = sql`CAST(${p.ids} AS VARCHAR[])`
+        const tokens = sql`CAST(${p.tokens} AS VARCHAR[])`
+        const leases = sql`CAST(${p.leases} AS VARCHAR[])`
+        return sql`WITH done AS (${
+          p.done(
+            sql`id = ANY(${ids}) AND (id, claim_token) IN (SELECT a.id, a.token FROM unnest(${ids}, ${tokens}) AS a(id, token))`
+          )
+        }),
+released AS (DELETE FROM ${jobLocks} WHERE lockname = ANY(${leases}) AND (lockname, lockowner) IN (SELECT a.lease, a.token FROM unnest(${leases}, ${tokens}) AS a(lease, token)) RETURNING lockname, lockowner),
+woke AS (${p.handOff(sql`SELECT lockname FROM released`, sql`SELECT unnest(${ids})`)} RETURNING id),
 rung AS (SELECT pg_notify(${p.channel}, 'hand-off') WHERE EXISTS (SELECT 1 FROM woke))
 SELECT 'done' AS kind, id AS a, claim_token AS b FROM done
 UNION ALL SELECT 'released', lockname, lockowner FROM released
-UNION ALL SELECT 'woke', CAST(COUNT(*) AS TEXT), NULL FROM rung`,
+UNION ALL SELECT 'woke', CAST(COUNT(*) AS TEXT), NULL FROM rung`
+      },
       // Leases, hand-offs and attempts in one statement. Every part reads the statement's
       // snapshot, where the jobs handed back are still processing: never their own waiters.
       handBack: ({ sql, jobLocks }, h) =>

@@ -457,14 +457,23 @@ export interface FinishParts {
   readonly transfer?: Statement | undefined
 }
 
-/** The pieces of a one-statement completion of several leased attempts. */
+/**
+ * The pieces of a one-statement completion of several leased attempts. The attempts come as
+ * three lists in one order (the n-th id, claim token and lease are one attempt's), for the
+ * dialect to bind as whole lists: a statement whose text does not grow with the batch stays one
+ * prepared statement (issue 13).
+ */
 export interface CompleteLeasedParts {
-  /** The fenced completion UPDATE of the attempts, RETURNING id, claim_token. */
-  readonly done: Statement
-  /** `(lease, owner), …`: each attempt's lease and its claim token. */
-  readonly leases: Statement
-  /** Hands off each lease named by `names` (a subquery) to its best waiter. */
-  readonly handOff: (names: Statement) => Statement
+  readonly ids: ReadonlyArray<string>
+  readonly tokens: ReadonlyArray<string>
+  readonly leases: ReadonlyArray<string>
+  /** The fenced completion UPDATE of the processing attempts `which` (a condition) names, RETURNING id, claim_token. */
+  readonly done: (which: Statement) => Statement
+  /**
+   * Hands off each lease named by `names` (a subquery) to its best waiter, never to a job
+   * `except` (a subquery of ids) names.
+   */
+  readonly handOff: (names: Statement, except: Statement) => Statement
   readonly channel: string
 }
 

@@ -132,7 +132,7 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
   // `names` (a list, or a subquery) made due now, in one statement on every database. The
   // window function also keeps MySQL from merging the derived table, which it could not update
   // from; CASE is the portable LEAST/MIN.
-  const handOffEach = (names: unknown, now: number, except?: SqlList) =>
+  const handOffEach = (names: unknown, now: number, except?: SqlList | Statement) =>
     sql`UPDATE ${jobs} SET run_at = CASE WHEN run_at > ${now} THEN ${now} ELSE run_at END WHERE id IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY lease_name ORDER BY priority DESC, created_at ASC, id ASC) AS turn FROM ${jobs} WHERE lease_name IN (${names}) AND status = 'pending'${
       except === undefined ? empty : sql` AND id NOT IN (${except})`
     }) waiting WHERE turn = 1)`
@@ -149,11 +149,14 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
    * returns the id and token of each row it completed (two attempts of one job may meet here).
    */
   const completeBatch = (items: ReadonlyArray<{ readonly id: string; readonly token: string }>, now: number) =>
+    completeWhere(now, joined(items.map((i) => sql`(id = ${i.id} AND claim_token = ${i.token})`), " OR "))
+  // The completion of the processing attempts `which` (a condition) names.
+  const completeWhere = (now: number, which: Statement) =>
     sql`UPDATE ${jobs} SET ${
       ended(now, { _tag: "Complete" })
-    }, status = 'completed', completed_at = ${now}, stale_at = NULL, updated_at = ${now} WHERE status = 'processing' AND (${
-      joined(items.map((i) => sql`(id = ${i.id} AND claim_token = ${i.token})`), " OR ")
-    })${d.updateReports === "rows" ? sql` RETURNING id, claim_token` : empty}`
+    }, status = 'completed', completed_at = ${now}, stale_at = NULL, updated_at = ${now} WHERE status = 'processing' AND (${which})${
+      d.updateReports === "rows" ? sql` RETURNING id, claim_token` : empty
+    }`
 
   // A dead job put back (core's applyRetryDead).
   const revived = (now: number) =>
@@ -199,11 +202,13 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
       items: ReadonlyArray<{ readonly id: string; readonly token: string; readonly lease: string }>,
       now: number
     ): CompleteLeasedParts => ({
-      done: completeBatch(items, now),
-      leases: joined(items.map((i) => sql`(${i.lease}, ${i.token})`), ", "),
+      ids: items.map((i) => i.id),
+      tokens: items.map((i) => i.token),
+      leases: items.map((i) => i.lease),
+      done: (which) => completeWhere(now, which),
       // Never to one of these jobs: an attempt fenced after its job was reaped still owns its
       // lease, and its job, pending again, may wait on it (finishAlone's `id <> …`).
-      handOff: (names) => handOffEach(names, now, new SqlList(items.map((i) => i.id))),
+      handOff: (names, except) => handOffEach(names, now, except),
       channel: tables.channel
     }),
     /** The id and token of each of `ids` that is completed, to tell which of a batch were ours. */

@@ -114,24 +114,24 @@ export interface KeyGate {
    */
   readonly turn: (name: string, limit: number, token: string, job: WaiterJob) => Effect.Effect<Turn>
   /** The attempt of `token` holds a slot of `name` until `expiresAt` (taken, or renewed). */
-  readonly enter: (name: string, token: string, expiresAt: number) => Effect.Effect<void>
+  readonly enter: (name: string, token: string, expiresAt: number) => void
   /**
    * Whether the attempt starting on `name` should make the key's best waiter in the database due
    * now: attempts of this worker deferred on the key here (`Busy`) more often than starts have
    * woken one since, and no attempt waits here.
    */
-  readonly wakeNext: (name: string) => Effect.Effect<boolean>
+  readonly wakeNext: (name: string) => boolean
   /**
    * The attempt of `token` is about to write its outcome and release its lease. Defined: the
    * attempt waiting here is promised the lease next, so the finish should pass the lease to it
-   * (its claim token `owner`, until `expiresAt`) rather than release it and wake anybody in the
-   * database; with `unlessWaiting`, only if no job waits on it in the database asleep.
+   * (its claim token `owner`, until `expiresAt`, a lease window from `now`) rather than release it
+   * and wake anybody in the database; with `unlessWaiting`, only if no job waits on it in the
+   * database asleep.
    */
   readonly finishing: (
-    token: string
-  ) => Effect.Effect<
-    { readonly owner: string; readonly expiresAt: number; readonly unlessWaiting: boolean } | undefined
-  >
+    token: string,
+    now: number
+  ) => { readonly owner: string; readonly expiresAt: number; readonly unlessWaiting: boolean } | undefined
   /**
    * The finish of the attempt of `token` passed `lease` to the waiter it was promised to, which
    * starts with it at once. False: that waiter is gone (its worker is stopping), and the caller
@@ -270,45 +270,44 @@ export const makeKeyGate = (timer: Watch = watch): KeyGate => {
         yield* Deferred.succeed(current.turn, "displaced")
         return yield* wait(name, e, token, expiresAt, job)
       }),
-    enter: (name, token, expiresAt) =>
-      Effect.sync(() => {
-        const e = entry(name)
-        e.holders.set(token, expiresAt)
-        const h = heldBy.get(token)
-        if (h === undefined) heldBy.set(token, { name, finishing: false, owes: false })
-        else h.owes = false
-      }),
-    wakeNext: (name) =>
-      Effect.sync(() => {
-        const n = deferredHere.get(name) ?? 0
-        if (n === 0 || keys.get(name)?.waiter !== undefined) return false
-        if (n === 1) deferredHere.delete(name)
-        else deferredHere.set(name, n - 1)
-        return true
-      }),
-    finishing: (token) =>
-      Effect.map(Clock.currentTimeMillis, (now) => {
-        const h = heldBy.get(token)
-        const e = h === undefined ? undefined : keys.get(h.name)
-        if (h === undefined || e === undefined || h.finishing) return undefined
-        h.finishing = true
-        e.releases++
-        e.finishingNow++
-        const w = e.waiter
-        if (w === undefined || w.promised) {
-          e.skipped = 0
-          return undefined
-        }
-        // Every `MAX_SKIPPED_HAND_OFFS + 1`-th release passes the lease on only if no job waits
-        // on it asleep in the database (deferred elsewhere, by another process): else it wakes
-        // that one, so jobs deferred elsewhere are not kept waiting behind this worker's.
-        const unlessWaiting = e.skipped >= MAX_SKIPPED_HAND_OFFS
-        e.skipped = unlessWaiting ? 0 : e.skipped + 1
-        w.promised = true
-        // Its lease, if passed on, lasts as long as one it took now would.
-        w.expiresAt = leaseExpiresAt(now, w.job.claimTimeout)
-        return { owner: w.token, expiresAt: w.expiresAt, unlessWaiting }
-      }),
+    // enter, wakeNext and finishing are plain calls, not effects: the attempt of every job with
+    // a key makes each once, and as effects they were ten of its steps (issue 13).
+    enter: (name, token, expiresAt) => {
+      const e = entry(name)
+      e.holders.set(token, expiresAt)
+      const h = heldBy.get(token)
+      if (h === undefined) heldBy.set(token, { name, finishing: false, owes: false })
+      else h.owes = false
+    },
+    wakeNext: (name) => {
+      const n = deferredHere.get(name) ?? 0
+      if (n === 0 || keys.get(name)?.waiter !== undefined) return false
+      if (n === 1) deferredHere.delete(name)
+      else deferredHere.set(name, n - 1)
+      return true
+    },
+    finishing: (token, now) => {
+      const h = heldBy.get(token)
+      const e = h === undefined ? undefined : keys.get(h.name)
+      if (h === undefined || e === undefined || h.finishing) return undefined
+      h.finishing = true
+      e.releases++
+      e.finishingNow++
+      const w = e.waiter
+      if (w === undefined || w.promised) {
+        e.skipped = 0
+        return undefined
+      }
+      // Every `MAX_SKIPPED_HAND_OFFS + 1`-th release passes the lease on only if no job waits
+      // on it asleep in the database (deferred elsewhere, by another process): else it wakes
+      // that one, so jobs deferred elsewhere are not kept waiting behind this worker's.
+      const unlessWaiting = e.skipped >= MAX_SKIPPED_HAND_OFFS
+      e.skipped = unlessWaiting ? 0 : e.skipped + 1
+      w.promised = true
+      // Its lease, if passed on, lasts as long as one it took now would.
+      w.expiresAt = leaseExpiresAt(now, w.job.claimTimeout)
+      return { owner: w.token, expiresAt: w.expiresAt, unlessWaiting }
+    },
     passedOn: (token, lease) => {
       const h = heldBy.get(token)
       const e = h === undefined ? undefined : keys.get(h.name)

@@ -120,10 +120,15 @@ const finishAttempt = (
         handOff: held?.handOff,
         transferTo: held?.transferTo
       }),
-      // Written, with no lease: nearly every plain attempt, settled without further steps. `after`
-      // sees the other outcomes only (a fenced or cancelled job, a lease).
+      // Written, with no lease or its lease simply released: nearly every attempt, settled
+      // without further steps. `after` sees the other outcomes only (a fenced or cancelled job,
+      // a lease passed on, lost or in doubt).
       (finished) => {
-        if (held === undefined && finished.written) return Effect.succeed(resultOf(true))
+        if (
+          finished.written && (held === undefined || (held.passedOn === undefined && finished.lease === "released"))
+        ) {
+          return Effect.succeed(resultOf(true))
+        }
         const rest = afterFinish(job, held, finished, resultOf)
         return after === undefined ? rest : Effect.flatMap(rest, after)
       }

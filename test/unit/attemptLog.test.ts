@@ -199,3 +199,16 @@ it.effect("an attempt whose job type now names another lease logs that one, not 
     expect(leaseNames(lines, "performing 3")).toEqual(["key:acct-3-v2", "key:acct-3-v2"])
   }).pipe(Effect.provide(TestLeasehold.layer({ jobs: [Keyed] })), Effect.provide(capture(lines)))
 })
+
+it.effect("a caller's own leaseName annotation stays on the lines of an attempt without a lease", () => {
+  const lines: Array<Line> = []
+  return Effect.gen(function*() {
+    yield* enqueue(Logged, { n: 1 })
+    yield* enqueue(Keyed, { n: 2, key: "acct-2" })
+    const run = Worker.processNext({ host: "h" }).pipe(Effect.annotateLogs({ leaseName: "the caller's" }))
+    expect(yield* run).toMatchObject({ _tag: "Completed" })
+    expect(yield* run).toMatchObject({ _tag: "Completed" })
+    expect(leaseNames(lines, "performing 1")).toEqual(["the caller's", "the caller's"])
+    expect(leaseNames(lines, "performing 2")).toEqual(["key:acct-2", "key:acct-2"])
+  }).pipe(Effect.provide(TestLeasehold.layer({ jobs: [Keyed, Logged] })), Effect.provide(capture(lines)))
+})

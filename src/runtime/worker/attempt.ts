@@ -218,7 +218,8 @@ export interface RunClaimedOptions {
 /**
  * The log annotations every line of an attempt of `job` carries, added to `base`: with the lease
  * its enqueue named (`claimLease`) as `leaseName`; the attempt corrects that in the rare case its
- * job type now names another (`runAttempt`).
+ * job type now names another (`runAttempt`). `base` is never an earlier attempt's (a long-running
+ * worker's runners pass the worker's own), so a job without a lease leaves `base` as it is.
  */
 export const attemptAnnotations = (
   base: HashMap.HashMap<string, unknown>,
@@ -232,7 +233,6 @@ export const attemptAnnotations = (
     HashMap.set(m, "jobName", job.name)
     HashMap.set(m, "attempt", job.attempts)
     if (job.claimLease !== null) HashMap.set(m, "leaseName", job.claimLease)
-    else HashMap.remove(m, "leaseName")
   })
 
 /** Runs one claimed job to its outcome. */

@@ -142,6 +142,15 @@ const runSpec = async (spec: ChildSpec): Promise<Record<string, number>> => {
       const r = await need(driver.enqueueBatch, label)(spec.url, param(spec, "jobs"))
       return { jobs: r.jobs, ms: r.ms, jobsPerSec: (r.jobs / r.ms) * 1000 }
     }
+    case "steps": {
+      const r = await need(driver.steps, label)(
+        spec.url,
+        param(spec, "jobs"),
+        param(spec, "concurrency"),
+        param(spec, "samples")
+      )
+      return { plainPerJob: r.plainPerJob, exclusivePerJob: r.exclusivePerJob, cyclePerJob: r.cyclePerJob }
+    }
     case "roundtrips": {
       const n = param(spec, "jobs")
       const rt = need(driver.roundTrips, label)

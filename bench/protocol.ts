@@ -14,6 +14,7 @@ export type ScenarioId =
   | "roundtrips"
   | "dashboard"
   | "enqueue"
+  | "steps"
 export type SystemId =
   | "leasehold-pg"
   | "leasehold-mariadb"

@@ -1,5 +1,5 @@
 /**
- * The benchmark's scenarios (the issue's list, 1–7; 9, batch enqueue, from issue 14), their sizes (full and `--quick`), the
+ * The benchmark's scenarios (the issue's list, 1–7; 9, batch enqueue, from issue 14; 10, Effect steps), their sizes (full and `--quick`), the
  * systems each compares, how a median is shown, and the ratios reported.
  */
 import { readFileSync } from "node:fs"
@@ -429,6 +429,33 @@ export const SCENARIOS: ReadonlyArray<ScenarioDef> = [
         label: "leasehold (PostgreSQL) ÷ pg-boss, enqueued jobs/s",
         num: ["enqueue", "leasehold-pg", "jobsPerSec"],
         den: ["enqueue", "pg-boss", "jobsPerSec"]
+      }
+    ]
+  },
+  // 10. The Effect runtime's steps (issue 13): a count, the same run after run, where CPU time
+  // on a shared machine varies by a tenth.
+  {
+    id: "steps",
+    num: "10",
+    title: (p) =>
+      `Effect steps: the runtime's steps per job of scenario 1's and 2's drains (${
+        int(get(p, "jobs"))
+      } jobs, concurrency ${get(p, "concurrency")}) and per cycle of scenario 4 (an enqueue to its outcome written, ${
+        int(get(p, "samples"))
+      } cycles), counted by a Supervisor on every step`,
+    full: { jobs: 5_000, concurrency: 10, samples: 100 },
+    quick: { jobs: 500, concurrency: 10, samples: 20 },
+    systems: [{ id: "leasehold-pg" }, { id: "leasehold-mariadb" }, { id: "leasehold-sqlite" }],
+    primary: "plainPerJob",
+    show: (m) =>
+      `plain ${num(get(m, "plainPerJob"), 1)}, exclusive ${num(get(m, "exclusivePerJob"), 1)}, enqueue to outcome ${
+        num(get(m, "cyclePerJob"), 1)
+      } steps/job`,
+    ratios: [
+      {
+        label: "leasehold (PostgreSQL) exclusive ÷ plain, Effect steps/job",
+        num: ["steps", "leasehold-pg", "exclusivePerJob"],
+        den: ["steps", "leasehold-pg", "plainPerJob"]
       }
     ]
   }

@@ -42,6 +42,7 @@ import * as Leasehold from "../../src/runtime/Leasehold.ts"
 import * as Migrator from "../../src/runtime/migrate.ts"
 import * as Worker from "../../src/runtime/Worker.ts"
 import { countingLayer, sqlLayer, StatementCount, type StatementCountApi } from "../lib/sql.ts"
+import { makeStepCounter, type StepCounter } from "../lib/steps.ts"
 import { CROSS_GAP_MS, CROSS_WARMUP, epochNow } from "../protocol.ts"
 import type {
   Background,
@@ -52,6 +53,7 @@ import type {
   JobSystemDriver,
   LatencyResult,
   RoundTripsResult,
+  StepsResult,
   StartEnqueuer
 } from "./types.ts"
 
@@ -111,20 +113,24 @@ const run = <A>(
 const enqueueMany = <A, I, R>(type: JobType<string, A, I, R>, n: number, payload: (i: number) => A) =>
   Effect.asVoid(enqueueBatch(type, Array.from({ length: n }, (_, i) => payload(i))))
 
-/** Starts a worker and resolves when `n` attempts completed, by its own outcome hook (no polling queries). */
-const drainWith = (n: number, config: Worker.WorkerConfig) =>
+/**
+ * Starts a worker and resolves when `n` attempts completed, by its own outcome hook (no polling
+ * queries). With `counter`, its steps from the worker's start to the last completion are counted.
+ */
+const drainWith = (n: number, config: Worker.WorkerConfig, counter?: StepCounter) =>
   Effect.gen(function*() {
     const done = yield* Deferred.make<number>()
     // A plain count, as graphile-worker's drain counts its completion events.
     let completed = 0
     const start = performance.now()
+    counter?.start()
     yield* Worker.make({
       ...config,
       onResult: (r) =>
         r._tag === "Completed" && ++completed === n ? Deferred.succeed(done, performance.now()) : Effect.void
     })
     const end = yield* Deferred.await(done)
-    return { start, end }
+    return { start, end, steps: counter?.stop() ?? 0 }
   })
 
 /**
@@ -315,6 +321,47 @@ export const enqueueTimed = (url: string, samples: number): Promise<void> =>
     >
   )
 
+/**
+ * Scenario 10: the Effect runtime's steps per job of scenario 1's and 2's drains (`n` jobs each,
+ * one after the other on the same tables) and per cycle of scenario 4 on an idle worker, from
+ * just before the enqueue to the worker's outcome hook (its outcome written), `samples` cycles
+ * after five unmeasured ones. The counted cycle includes the bench's own wait for the hook.
+ */
+export const steps = async (url: string, n: number, concurrency: number, samples: number): Promise<StepsResult> => {
+  const counter = makeStepCounter()
+  const drain = <A, I>(type: JobType<string, A, I, never>, payload: (i: number) => A) =>
+    run(
+      url,
+      counter.counted(Effect.gen(function*() {
+        yield* enqueueMany(type, n, payload)
+        const { steps } = yield* drainWith(n, { concurrency, pollInterval: "50 millis", host: "bench" }, counter)
+        return steps / n
+      }))
+    )
+  const plainPerJob = await drain(Noop, (i) => ({ i }))
+  const exclusivePerJob = await drain(Keyed, (i) => ({ i, key: `job-${i}` }))
+  const cyclePerJob = await run(
+    url,
+    counter.counted(Effect.gen(function*() {
+      let ended: () => void = () => {}
+      yield* Worker.make({ concurrency: 1, host: "bench", onResult: () => Effect.sync(() => ended()) })
+      yield* Effect.sleep("500 millis")
+      const warmUp = 5
+      let total = 0
+      for (let i = 0; i < samples + warmUp; i++) {
+        const outcome = new Promise<void>((resolve) => (ended = resolve))
+        if (i >= warmUp) counter.start()
+        yield* enqueue(Probe, { i })
+        yield* Effect.promise(() => outcome)
+        if (i >= warmUp) total += counter.stop()
+        yield* Effect.sleep("20 millis")
+      }
+      return total / samples
+    }))
+  )
+  return { plainPerJob, exclusivePerJob, cyclePerJob }
+}
+
 export const roundTrips = (url: string, n: number, exclusive: boolean): Promise<RoundTripsResult> =>
   run(
     url,
@@ -354,5 +401,6 @@ export const leasehold: JobSystemDriver = {
   latency,
   crossLatency,
   enqueueTimed,
-  roundTrips
+  roundTrips,
+  steps
 }

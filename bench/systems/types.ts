@@ -71,6 +71,16 @@ export interface RoundTripsResult {
   readonly statements: number
 }
 
+/**
+ * 10 (leasehold only). The Effect runtime's steps per job of scenario 1's and 2's drains, and per
+ * cycle of scenario 4 (an enqueue to its outcome), counted by a Supervisor (bench/lib/steps.ts).
+ */
+export interface StepsResult {
+  readonly plainPerJob: number
+  readonly exclusivePerJob: number
+  readonly cyclePerJob: number
+}
+
 /** A job system under benchmark. A driver implements the scenarios it has. */
 export interface JobSystemDriver {
   /** 1 and 7. `n` no-op jobs enqueued up front, then drained with `concurrency`. */
@@ -101,4 +111,6 @@ export interface JobSystemDriver {
    * `ms` from the call to its return, the jobs counted in the database afterwards.
    */
   readonly enqueueBatch?: (url: string, n: number) => Promise<DrainResult>
+  /** 10. `n` jobs per drain with `concurrency`, and `samples` cycles (see `StepsResult`). */
+  readonly steps?: (url: string, n: number, concurrency: number, samples: number) => Promise<StepsResult>
 }

@@ -184,3 +184,16 @@ it.effect(
   },
   60_000
 )
+
+it.effect("a worker's read of its host row (its drain state, before a claim) is a named statement", () => {
+  const prefix = uniquePrefix("prep")
+  return Effect.gen(function*() {
+    yield* (yield* Migrator.make({ prefix })).run
+    const store = yield* JobStore
+    yield* store.getHost("h")
+    yield* store.getHost("h")
+    const reads = (yield* preparedTexts).filter((r) => r.statement.includes(`FROM "${prefix}hosts" WHERE host =`))
+    expect(reads).toHaveLength(1)
+    yield* dropPrefixed(prefix)
+  }).pipe(Effect.provide(Postgres.layer({ url: PG_URL, prefix, jobs: [Ping], maxConnections: 1 })))
+}, 60_000)

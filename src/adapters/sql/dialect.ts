@@ -144,6 +144,15 @@ export const JOB_COLUMNS = new RawSql(
 )
 
 /**
+ * The hosts table's columns, named: a worker reads its own row before a claim (its drain state),
+ * and a select list with a `*` is never a prepared statement on PostgreSQL
+ * (src/adapters/postgres/preparing.ts), so it was parsed and planned on every read.
+ */
+export const HOST_COLUMNS = new RawSql(
+  "host, last_seen_at, started_at, running, max_concurrent, draining, drain_expires_at, code_version"
+)
+
+/**
  * The column list and VALUES of new job rows, for a dialect's INSERT to wrap: pending, no
  * attempts, the lease window of its timeout (src/core/lease.ts), created now. One row or many.
  */

@@ -25,6 +25,7 @@ import {
   type Dialect,
   type FinishParts,
   type HandBackParts,
+  HOST_COLUMNS,
   JOB_COLUMNS,
   type JobSqlContext
 } from "./dialect.ts"
@@ -360,8 +361,8 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
       now: number,
       f: { readonly maxConcurrent: number; readonly codeVersion: string | null }
     ) => d.upsertHost(c, host, now, f.maxConcurrent, f.codeVersion),
-    hostByName: (host: string) => sql`SELECT * FROM ${hosts} WHERE host = ${host}`,
-    listHosts: sql`SELECT * FROM ${hosts} ORDER BY host`,
+    hostByName: (host: string) => sql`SELECT ${HOST_COLUMNS} FROM ${hosts} WHERE host = ${host}`,
+    listHosts: sql`SELECT ${HOST_COLUMNS} FROM ${hosts} ORDER BY host`,
     drain: (host: string, now: number, expiresAt: number | null) =>
       sql`UPDATE ${hosts} SET draining = 1, drain_expires_at = ${expiresAt}, last_seen_at = ${now} WHERE host = ${host}`,
     resume: (host: string, now: number) =>

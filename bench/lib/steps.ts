@@ -15,16 +15,42 @@ export interface StepCounter {
   readonly start: () => void
   /** Stops counting; the steps since `start`. */
   readonly stop: () => number
+  /**
+   * With `detail`, the steps counted since `clear` (over every start and stop since) by kind and
+   * source (the instruction's op code and the first characters of the function it runs), most
+   * first; empty without.
+   */
+  readonly breakdown: () => ReadonlyArray<readonly [string, number]>
+  /** Empties the breakdown. */
+  readonly clear: () => void
 }
 
-/** A new step counter, off until `start`. */
-export const makeStepCounter = (): StepCounter => {
+// An instruction's kind and source: its op code, and the function it runs (a continuation, a
+// sync body), which names the code that built it.
+const sourceOf = (instruction: unknown): string => {
+  const i = instruction as { _op?: string; effect_instruction_i0?: unknown; effect_instruction_i1?: unknown }
+  const f = i.effect_instruction_i1 ?? i.effect_instruction_i0
+  return `${i._op ?? "?"} ${typeof f === "function" ? String(f).replace(/\s+/g, " ").slice(0, 120) : ""}`.trim()
+}
+
+/**
+ * A new step counter, off until `start`. `detail` also keeps each step's kind and source
+ * (`breakdown`): where a job's steps come from, at the price of a string per step.
+ */
+export const makeStepCounter = (options: { readonly detail?: boolean } = {}): StepCounter => {
   let on = false
   let steps = 0
+  const bySource = new Map<string, number>()
+  const detail = options.detail === true
   class Counting extends Supervisor.AbstractSupervisor<void> {
     readonly value = Effect.void
-    override onEffect(): void {
-      if (on) steps++
+    override onEffect(_fiber: unknown, instruction: unknown): void {
+      if (!on) return
+      steps++
+      if (detail) {
+        const key = sourceOf(instruction)
+        bySource.set(key, (bySource.get(key) ?? 0) + 1)
+      }
     }
   }
   const supervisor = new Counting()
@@ -41,6 +67,8 @@ export const makeStepCounter = (): StepCounter => {
     stop: () => {
       on = false
       return steps
-    }
+    },
+    breakdown: () => [...bySource].sort((a, b) => b[1] - a[1]),
+    clear: () => bySource.clear()
   }
 }

@@ -30,6 +30,7 @@ import {
 } from "graphile-worker"
 import pg from "pg"
 import { CROSS_GAP_MS, CROSS_WARMUP, epochNow } from "../protocol.ts"
+import { mark } from "../lib/timeline.ts"
 import type {
   Background,
   CrossLatencyResult,
@@ -211,6 +212,7 @@ export const latency = async (url: string, samples: number): Promise<LatencyResu
     taskList: {
       probe: async () => {
         startedAt = performance.now()
+        mark("start")
       }
     }
   })
@@ -231,6 +233,7 @@ export const latency = async (url: string, samples: number): Promise<LatencyResu
         }
       })
       const t0 = performance.now()
+      mark("enqueue")
       await utils.addJob("probe", {})
       await completed
       if (i >= WARMUP) out.push(startedAt - t0)
@@ -277,6 +280,7 @@ export const crossLatency = async (
     taskList: {
       probe: async (payload) => {
         const sentAt = (payload as { sentAt?: number }).sentAt
+        mark("start")
         if (sentAt !== undefined && seen++ >= CROSS_WARMUP) out.push(epochNow() - sentAt)
         if (seen === samples + CROSS_WARMUP) allStarted()
       }
@@ -308,6 +312,7 @@ export const enqueueTimed = async (url: string, samples: number): Promise<void> 
     for (let i = 0; i < samples + CROSS_WARMUP; i++) {
       const [lo, hi] = CROSS_GAP_MS
       await sleep(lo + Math.random() * (hi - lo))
+      mark("enqueue")
       await utils.addJob("probe", { i, sentAt: epochNow() })
     }
   } finally {

@@ -43,6 +43,7 @@ import * as Migrator from "../../src/runtime/migrate.ts"
 import * as Worker from "../../src/runtime/Worker.ts"
 import { countingLayer, sqlLayer, StatementCount, type StatementCountApi } from "../lib/sql.ts"
 import { makeStepCounter, type StepCounter } from "../lib/steps.ts"
+import { mark } from "../lib/timeline.ts"
 import { CROSS_GAP_MS, CROSS_WARMUP, epochNow } from "../protocol.ts"
 import type {
   Background,
@@ -243,7 +244,10 @@ export const latency = (url: string, samples: number): Promise<LatencyResult> =>
     url,
     Effect.gen(function*() {
       let started: ((t: number) => void) | undefined
-      onStart = () => started?.(performance.now())
+      onStart = () => {
+        mark("start")
+        started?.(performance.now())
+      }
       // An idle worker with the default poll interval: on PostgreSQL, LISTEN/NOTIFY wakes it.
       yield* Worker.make({ concurrency: 1, host: "bench" })
       yield* Effect.sleep("500 millis")
@@ -252,6 +256,7 @@ export const latency = (url: string, samples: number): Promise<LatencyResult> =>
       for (let i = 0; i < samples + warmUp; i++) {
         const startedAt = new Promise<number>((resolve) => (started = resolve))
         const t0 = performance.now()
+        mark("enqueue")
         yield* enqueue(Probe, { i })
         const t1 = yield* Effect.promise(() => startedAt)
         if (i >= warmUp) out.push(t1 - t0)
@@ -288,6 +293,7 @@ export const crossLatency = async (
       const all = yield* Deferred.make<void>()
       let seen = 0
       onStart = (_, sentAt) => {
+        mark("start")
         if (sentAt !== undefined && seen++ >= CROSS_WARMUP) out.push(epochNow() - sentAt)
         if (seen === samples + CROSS_WARMUP) Deferred.unsafeDone(all, Effect.void)
       }
@@ -310,6 +316,7 @@ export const enqueueTimed = (url: string, samples: number): Promise<void> =>
       for (let i = 0; i < samples + CROSS_WARMUP; i++) {
         const [lo, hi] = CROSS_GAP_MS
         yield* Effect.sleep(Duration.millis(lo + Math.random() * (hi - lo)))
+        mark("enqueue")
         yield* enqueue(Probe, { i, sentAt: epochNow() })
       }
     }).pipe(
@@ -328,7 +335,18 @@ export const enqueueTimed = (url: string, samples: number): Promise<void> =>
  * after five unmeasured ones. The counted cycle includes the bench's own wait for the hook.
  */
 export const steps = async (url: string, n: number, concurrency: number, samples: number): Promise<StepsResult> => {
-  const counter = makeStepCounter()
+  // BENCH_STEPS_DETAIL=1: each measurement's steps per job by kind and source, on stderr (run the
+  // child by hand to read them: bench/lib/steps.ts).
+  const detail = process.env.BENCH_STEPS_DETAIL === "1"
+  const counter = makeStepCounter({ detail })
+  const show = (what: string, per: number) => {
+    if (!detail) return
+    console.error(`${what}: steps per job by kind and source`)
+    for (const [source, count] of counter.breakdown().slice(0, 60)) {
+      console.error(`${(count / per).toFixed(2).padStart(8)}  ${source}`)
+    }
+    counter.clear()
+  }
   const drain = <A, I>(type: JobType<string, A, I, never>, payload: (i: number) => A) =>
     run(
       url,
@@ -338,8 +356,11 @@ export const steps = async (url: string, n: number, concurrency: number, samples
         return steps / n
       }))
     )
+  counter.clear()
   const plainPerJob = await drain(Noop, (i) => ({ i }))
+  show("plain drain", n)
   const exclusivePerJob = await drain(Keyed, (i) => ({ i, key: `job-${i}` }))
+  show("exclusive drain", n)
   const cyclePerJob = await run(
     url,
     counter.counted(Effect.gen(function*() {
@@ -359,6 +380,7 @@ export const steps = async (url: string, n: number, concurrency: number, samples
       return total / samples
     }))
   )
+  show("enqueue-to-outcome cycle", samples)
   return { plainPerJob, exclusivePerJob, cyclePerJob }
 }
 

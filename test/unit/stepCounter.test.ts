@@ -37,3 +37,20 @@ it.effect("counts the steps between start and stop, forked fibers' too, the same
     expect(twenty).toBeGreaterThan(ten)
     expect(counter.stop()).toBe(twenty)
   }))
+
+it.effect("with detail, breaks the steps down by kind and source, and the parts add up to the count", () =>
+  Effect.gen(function*() {
+    const counter = makeStepCounter({ detail: true })
+    const steps = yield* counter.counted(Effect.gen(function*() {
+      counter.start()
+      yield* work(10)
+      return counter.stop()
+    }))
+    const parts = counter.breakdown()
+    expect(parts.reduce((sum, [, n]) => sum + n, 0)).toBe(steps)
+    // The ten syncs of the loop (and the forked fiber's ten) are one source.
+    expect(parts.find(([source]) => source.startsWith("Sync") && source.includes("=> i"))?.[1]).toBe(20)
+    counter.clear()
+    expect(counter.breakdown()).toEqual([])
+    expect(makeStepCounter().breakdown()).toEqual([])
+  }))

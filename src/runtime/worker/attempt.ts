@@ -156,12 +156,12 @@ const defer = (
   })
 
 /**
- * A lease the claim took, as the attempt may use it: as is when taken at most a second ago, else
- * renewed from now first, owner-fenced (the job waited, or this process was paused; src/core/
- * lease.ts isClaimLeaseFresh). Undefined when it was taken over meanwhile: the attempt then takes
- * its lease as if the claim had not.
+ * A lease the claim took that is no longer fresh (src/core/lease.ts isClaimLeaseFresh: the job
+ * waited, or this process was paused), renewed from `now`, owner-fenced, before the attempt uses
+ * it. Undefined when it was taken over meanwhile: the attempt then takes its lease as if the
+ * claim had not.
  */
-const stillHeld = (
+const renewClaimed = (
   claimed: HeldLease,
   token: string,
   claimTimeout: number | null,
@@ -354,12 +354,14 @@ const runAttempt = (
       if (tracing) {
         yield* annotateAttempt("leasehold.lease.name", leaseName)
       }
-      // The Clock read in place: a fresh lease, nearly every one, costs no step.
+      // A lease the claim took is used as it is when taken at most a second ago, else renewed
+      // first. The Clock read in place: a fresh lease, nearly every one, costs no step.
+      const now = clock.unsafeCurrentTimeMillis()
       held = claimed?.name !== leaseName
         ? undefined
-        : isClaimLeaseFresh(claimed.expiresAt, clock.unsafeCurrentTimeMillis(), job.claimTimeout)
+        : isClaimLeaseFresh(claimed.expiresAt, now, job.claimTimeout)
         ? claimed
-        : yield* stillHeld(claimed, token, job.claimTimeout, clock.unsafeCurrentTimeMillis(), leases)
+        : yield* renewClaimed(claimed, token, job.claimTimeout, now, leases)
       if (held === undefined) {
         // A lease its claim took that could not be renewed (taken over, or the renewal failed):
         // the attempt asks the database itself, where its own lease is found as ours.

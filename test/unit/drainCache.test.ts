@@ -1,9 +1,9 @@
 /**
  * A long-running worker's view of its host's drain (src/runtime/worker/hosts.ts `cachedDraining`):
- * the answer its claimer uses is never older than the poll interval; once four fifths of that old
- * (`REFRESH_AHEAD`), it is
- * used as it is while a read in the background brings it up to date, so a woken claimer does not
- * wait a round trip for it.
+ * the answer its claimer uses is never older than the poll interval. It is read as the worker
+ * starts and then on the worker's own timer, every nine tenths of the interval
+ * (`REFRESH_EVERY`), so a woken claimer uses it as it is; only a claim that finds it a whole
+ * interval old (the timer's read late) reads it first.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Duration, Effect, Option, TestClock } from "effect"
@@ -46,55 +46,59 @@ const hostStore = () => {
 const POLL = Duration.seconds(1)
 
 describe("a worker's drain state", () => {
-  it.scoped("is read at first use, kept for four fifths of a poll interval, then refreshed in the background", () =>
+  it.scoped("is read as the worker starts, then on its timer; a claim uses the last answer without a read", () =>
     Effect.gen(function*() {
       const { state, store } = hostStore()
       const isDraining = yield* cachedDraining(store, "h", POLL)
+      expect(state.started).toBe(1)
       expect(yield* isDraining).toBe(false)
       expect(state.started).toBe(1)
 
       state.draining = true
-      yield* TestClock.adjust("700 millis")
+      yield* TestClock.adjust("899 millis")
       expect(yield* isDraining).toBe(false)
       expect(state.started).toBe(1)
 
-      // Four fifths of a poll old: this use gets the cached answer, and a read starts in the background.
-      yield* TestClock.adjust("100 millis")
-      expect(yield* isDraining).toBe(false)
-      yield* Effect.yieldNow()
+      // Nine tenths of a poll interval: the timer reads it, and claims see the new answer.
+      yield* TestClock.adjust("1 millis")
       expect(state.started).toBe(2)
       expect(yield* isDraining).toBe(true)
+      yield* TestClock.adjust("899 millis")
+      expect(yield* isDraining).toBe(true)
       expect(state.started).toBe(2)
+
+      // And so on, each nine tenths.
+      state.draining = false
+      yield* TestClock.adjust("1 millis")
+      expect(state.started).toBe(3)
+      expect(yield* isDraining).toBe(false)
     }))
 
-  it.scoped("is read before it is used once a whole poll interval old", () =>
+  it.scoped("is read before it is used once a whole poll interval old (the timer's read late)", () =>
     Effect.gen(function*() {
       const { state, store } = hostStore()
       const isDraining = yield* cachedDraining(store, "h", POLL)
-      expect(yield* isDraining).toBe(false)
       state.draining = true
-      yield* TestClock.adjust("1 second")
-      expect(yield* isDraining).toBe(true)
-      expect(state.started).toBe(2)
-    }))
-
-  it.scoped("runs one background read at a time", () =>
-    Effect.gen(function*() {
-      const { state, store } = hostStore()
-      const isDraining = yield* cachedDraining(store, "h", POLL)
-      expect(yield* isDraining).toBe(false)
-      state.draining = true
+      // The timer's read, at nine tenths, does not come back.
       state.hold = yield* Deferred.make<void>()
-      yield* TestClock.adjust("800 millis")
+      yield* TestClock.adjust("900 millis")
+      expect(state.started).toBe(2)
       expect(yield* isDraining).toBe(false)
-      yield* Effect.yieldNow()
+      state.hold = undefined
       yield* TestClock.adjust("100 millis")
-      expect(yield* isDraining).toBe(false)
-      yield* Effect.yieldNow()
-      expect(state.started).toBe(2)
-      yield* Deferred.succeed(state.hold, undefined)
-      yield* Effect.yieldNow()
       expect(yield* isDraining).toBe(true)
-      expect(state.started).toBe(2)
+      expect(state.started).toBe(3)
+      // Read by that claim, it is fresh again: the next claim reads nothing.
+      expect(yield* isDraining).toBe(true)
+      expect(state.started).toBe(3)
+    }))
+
+  it.scoped("is no longer read once the worker's scope closes", () =>
+    Effect.gen(function*() {
+      const { state, store } = hostStore()
+      yield* Effect.scoped(cachedDraining(store, "h", POLL))
+      expect(state.started).toBe(1)
+      yield* TestClock.adjust("10 seconds")
+      expect(state.started).toBe(1)
     }))
 })

@@ -53,7 +53,10 @@ import { noneInFlight, stopPerform } from "./perform.ts"
 /** How long a claimed job may wait before it is read again (defined in ./attempt.ts). */
 export { RECHECK_AFTER_MS } from "./attempt.ts"
 
-/** The shortest interval between reads of the host's drain state (docs/behaviour.md §9). */
+/**
+ * The drain state's age allowed whatever the poll interval (docs/behaviour.md §9): with a poll
+ * shorter than this, the state is still read only about once a second.
+ */
 export const DRAIN_STATE_MIN_AGE = Duration.seconds(1)
 
 /** A claimed job in the buffer, with when it was claimed. */
@@ -135,8 +138,9 @@ export const make = (
       addRunning(delta)
       runningNow += delta
     }
-    // Never older than the poll interval, or a second with a shorter one (./hosts.ts): read at
-    // most once a second, since a busy claimer's reads were a statement every poll.
+    // Never older than the poll interval, or a second with a shorter one (./hosts.ts): read on
+    // the worker's own timer, off the claims' path; at most about once a second, since a busy
+    // claimer's reads were a statement every poll.
     const isDraining = yield* cachedDraining(store, o.host, Duration.max(poll, DRAIN_STATE_MIN_AGE))
 
     // Claimed jobs not yet started. The claimer keeps some of them ahead of the runners, so a

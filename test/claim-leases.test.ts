@@ -14,6 +14,7 @@ import { Effect, Layer, Option, Schema } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { isClaimLeaseFresh } from "../src/core/lease.ts"
 import { JobLeases, JobStore } from "../src/JobStore.ts"
 import { define, enqueue, JobContext } from "../src/runtime/Job.ts"
 import * as Leasehold from "../src/runtime/Leasehold.ts"
@@ -21,6 +22,7 @@ import * as Migrator from "../src/runtime/migrate.ts"
 import { processNext } from "../src/runtime/Worker.ts"
 import { runClaimed } from "../src/runtime/worker/attempt.ts"
 import { resolve } from "../src/runtime/worker/options.ts"
+import { StatementCount } from "../bench/lib/sql.ts"
 import { overCountingClient } from "./support/counting.ts"
 import { dropPrefixed } from "./support/databases.ts"
 import { MYSQL_URL, PG_URL, uniquePrefix } from "./support/urls.ts"
@@ -32,8 +34,9 @@ const Keyed = define({
   concurrencyKeyFor: (p) => p.key,
   perform: () => Effect.void
 })
-// Its perform records the lease it holds.
+// Its perform records the lease it holds (and that lease's fencing token).
 let performedWith: Option.Option<string> = Option.none()
+let performedToken: bigint | undefined
 const Watched = define({
   name: "watched",
   schema: Schema.Struct({ key: Schema.String }),
@@ -41,7 +44,11 @@ const Watched = define({
   perform: () =>
     Effect.flatMap(
       Effect.flatMap(JobContext, (ctx) => ctx.lease),
-      (l) => Effect.sync(() => (performedWith = Option.map(l, (x) => x.name)))
+      (l) =>
+        Effect.sync(() => {
+          performedWith = Option.map(l, (x) => x.name)
+          performedToken = Option.getOrUndefined(Option.map(l, (x) => x.fencingToken))
+        })
     )
 })
 const Plain = define({ name: "plain", schema: Schema.Struct({}), perform: () => Effect.void })
@@ -74,7 +81,7 @@ const layer = (prefix: string) =>
 /** `body` on `url`, over freshly migrated tables under a prefix of its own, dropped afterwards. */
 const onOwnTables = <A, E>(
   url: string,
-  body: Effect.Effect<A, E, Layer.Layer.Success<ReturnType<typeof layer>> | SqlClient.SqlClient>
+  body: Effect.Effect<A, E, Layer.Layer.Success<ReturnType<typeof layer>> | SqlClient.SqlClient | StatementCount>
 ) => {
   const prefix = uniquePrefix("cl")
   return Effect.gen(function*() {
@@ -242,5 +249,35 @@ for (const { claimTakes, name, url } of targets) {
     60_000
   )
 }
+
+// Where the claim takes the lease: an attempt that starts more than a second after its claim
+// (src/core/lease.ts isClaimLeaseFresh) renews that lease, owner-fenced, and runs on it: the same
+// acquisition (its fencing token), one statement, not a second acquisition of its own lease.
+it.live("postgres: a claimed lease no longer fresh is renewed before perform, not taken again", () =>
+  onOwnTables(
+    PG_URL,
+    Effect.gen(function*() {
+      const store = yield* JobStore
+      const leases = yield* JobLeases
+      const counter = yield* StatementCount
+      const job = yield* enqueue(Watched, { key: "r" }, { runAt: Date.now() - 60_000 })
+      // Claimed 5 s ago (its lease's window counted from then): past the freshness second.
+      const claimedAt = Date.now() - 5_000
+      const [claimed] = yield* store.claimMany(input(claimedAt), 1)
+      expect(claimed!.id).toBe(job.id)
+      const taken = claimed!.leaseTaken!
+      expect(taken.name).toBe("key:r")
+      expect(isClaimLeaseFresh(taken.expiresAt, Date.now(), claimed!.claimTimeout)).toBe(false)
+      const o = yield* resolve({ host: "h" })
+      performedToken = undefined
+      counter.reset()
+      expect(yield* runClaimed(claimed!, o)).toMatchObject({ _tag: "Completed", job: { id: job.id } })
+      // The renewal and the completion (which releases the lease): two statements. Taking the
+      // lease again costs more; using it unrenewed, one fewer.
+      expect(counter.get()).toBe(2)
+      expect(performedToken).toBe(taken.fencingToken)
+      expect(yield* leases.ownerOf("key:r")).toEqual(Option.none())
+    })
+  ), 60_000)
 
 it("cleans up", () => rmSync(dir, { recursive: true, force: true }))

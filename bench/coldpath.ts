@@ -51,8 +51,10 @@ const runShape = async (shape: Shape, cycles: number): Promise<ReadonlyArray<Cyc
   const send = (then: (rows: ReadonlyArray<unknown>) => void) =>
     pool.connect((_, client, release) => {
       sentAt = performance.now()
-      client!.query({ ...STATEMENT, values: [String(Date.now())] }, (__, result) => {
+      client!.query({ ...STATEMENT, values: [String(Date.now())] }, (error, result) => {
         release()
+        // A bench tool: a failed statement ends the run.
+        if (error) throw error
         repliedAt = performance.now()
         then(result.rows)
       })

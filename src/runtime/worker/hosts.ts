@@ -77,9 +77,10 @@ export const REFRESH_EVERY = 0.9
  * draining. The answer used is never older than `every` (its poll interval). A fiber in the
  * worker's scope reads it every `REFRESH_EVERY` of that (after a first read as the worker
  * starts), so a claim uses the last answer as it is; only one that finds it a whole interval old
- * (the timer's read late) reads it first. Issue 13: read when a claim found it old, in the background or,
- * older still, before the claim, the read was on the path of 28 of 100 claims woken by a
- * notification across processes (a fork on 15, a round trip on 13; +0.2 and +0.6 ms).
+ * (the timer's read late) reads it first. Issue 13: read when a claim found it old (in the
+ * background, or before the claim once a whole interval old), the read was on the path of 28 of
+ * 100 claims woken by a notification across processes (a fork on 15, a round trip on 13; +0.2
+ * and +0.6 ms).
  */
 export const cachedDraining = (
   store: JobStoreApi,

@@ -49,47 +49,48 @@ describe("a worker's drain state", () => {
   it.scoped("is read as the worker starts, then on its timer; a claim uses the last answer without a read", () =>
     Effect.gen(function*() {
       const { state, store } = hostStore()
-      const isDraining = yield* cachedDraining(store, "h", POLL)
+      const view = yield* cachedDraining(store, "h", POLL)
       expect(state.started).toBe(1)
-      expect(yield* isDraining).toBe(false)
-      expect(state.started).toBe(1)
+      expect(view.fresh()).toBe(false)
 
       state.draining = true
       yield* TestClock.adjust("899 millis")
-      expect(yield* isDraining).toBe(false)
+      expect(view.fresh()).toBe(false)
       expect(state.started).toBe(1)
 
       // Nine tenths of a poll interval: the timer reads it, and claims see the new answer.
       yield* TestClock.adjust("1 millis")
       expect(state.started).toBe(2)
-      expect(yield* isDraining).toBe(true)
+      expect(view.fresh()).toBe(true)
       yield* TestClock.adjust("899 millis")
-      expect(yield* isDraining).toBe(true)
+      expect(view.fresh()).toBe(true)
       expect(state.started).toBe(2)
 
       // And so on, each nine tenths.
       state.draining = false
       yield* TestClock.adjust("1 millis")
       expect(state.started).toBe(3)
-      expect(yield* isDraining).toBe(false)
+      expect(view.fresh()).toBe(false)
     }))
 
   it.scoped("is read before it is used once a whole poll interval old (the timer's read late)", () =>
     Effect.gen(function*() {
       const { state, store } = hostStore()
-      const isDraining = yield* cachedDraining(store, "h", POLL)
+      const view = yield* cachedDraining(store, "h", POLL)
       state.draining = true
       // The timer's read, at nine tenths, does not come back.
       state.hold = yield* Deferred.make<void>()
       yield* TestClock.adjust("900 millis")
       expect(state.started).toBe(2)
-      expect(yield* isDraining).toBe(false)
+      expect(view.fresh()).toBe(false)
       state.hold = undefined
+      // A whole interval old: not fresh; a claim reads it.
       yield* TestClock.adjust("100 millis")
-      expect(yield* isDraining).toBe(true)
+      expect(view.fresh()).toBeUndefined()
+      expect(yield* view.read).toBe(true)
       expect(state.started).toBe(3)
-      // Read by that claim, it is fresh again: the next claim reads nothing.
-      expect(yield* isDraining).toBe(true)
+      // Read by that claim, it is fresh again.
+      expect(view.fresh()).toBe(true)
       expect(state.started).toBe(3)
     }))
 

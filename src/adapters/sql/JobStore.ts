@@ -246,19 +246,24 @@ export const make = (
           // uncommitted until the caller's (or a capped claim's) transaction ends would hold up
           // every claim that meets its name (docs/behaviour.md §8).
           const { leases } = strategy
-          const claimed = (parts: ClaimParts) =>
-            leases.kind === "inAttempt"
-              ? jobs(strategy.statement(s.context, parts))
-              : Effect.flatMap(
-                inTransactionWith((inside) => (inside ? Effect.succeed(false) : leaseTablesSeen)),
-                (taking) =>
-                  taking
-                    ? Effect.map(
-                      rows(leases.statement(s.context, parts, { host: input.host, now: input.now })),
-                      (r) => r.map(decodeClaimedRow)
-                    )
-                    : jobs(strategy.statement(s.context, parts))
+          const claimed = (parts: ClaimParts) => {
+            const plain = () => jobs(strategy.statement(s.context, parts))
+            if (leases.kind === "inAttempt") return plain()
+            const taking = () =>
+              Effect.map(
+                rows(leases.statement(s.context, parts, { host: input.host, now: input.now })),
+                (r) => r.map(decodeClaimedRow)
               )
+            // Once the lease tables are known, the choice is made in the transaction check's step
+            // (on an idle worker every step before the statement goes out is on the job's path).
+            return inTransactionWith((inside) =>
+              inside
+                ? plain()
+                : leaseTablesKnown
+                ? taking()
+                : Effect.flatMap(leaseTablesSeen, (seen) => (seen ? taking() : plain()))
+            )
+          }
           return limit <= 1
             ? claimed(s.claimParts(input, 1))
             : Effect.map(

@@ -72,39 +72,51 @@ export const resume = (
  */
 export const REFRESH_EVERY = 0.9
 
+/** A long-running worker's view of its host's drain state (`cachedDraining`). */
+export interface DrainView {
+  /**
+   * The last answer (true: draining) while it is less than a poll interval old, as a plain call;
+   * undefined when it is older (then `read` it).
+   */
+  readonly fresh: () => boolean | undefined
+  /** Reads the drain state now, and keeps the answer. */
+  readonly read: Effect.Effect<boolean>
+}
+
 /**
- * `drainState` for a long-running worker's loop, shared by its fibers: true while the host is
- * draining. The answer used is never older than `every` (its poll interval). A fiber in the
- * worker's scope reads it every `REFRESH_EVERY` of that (after a first read as the worker
- * starts), so a claim uses the last answer as it is; only one that finds it a whole interval old
- * (the timer's read late) reads it first. Issue 13: read when a claim found it old (in the
- * background, or before the claim once a whole interval old), the read was on the path of 28 of
- * 100 claims woken by a notification across processes (a fork on 15, a round trip on 13; +0.2
- * and +0.6 ms).
+ * `drainState` for a long-running worker's loop, shared by its fibers. The answer used is never
+ * older than `every` (its poll interval). A fiber in the worker's scope reads it every
+ * `REFRESH_EVERY` of that (after a first read as the worker starts), so a claim uses the last
+ * answer as it is, without a step; only one that finds it a whole interval old (the timer's read
+ * late) reads it first. Issue 13: read when a claim found it old (in the background, or before
+ * the claim once a whole interval old), the read was on the path of 28 of 100 claims woken by a
+ * notification across processes (a fork on 15, a round trip on 13; +0.2 and +0.6 ms).
  */
 export const cachedDraining = (
   store: JobStoreApi,
   host: string,
   every: Duration.Duration
-): Effect.Effect<Effect.Effect<boolean>, never, Scope.Scope> =>
+): Effect.Effect<DrainView, never, Scope.Scope> =>
   Effect.gen(function*() {
     const everyMs = Duration.toMillis(every)
+    // The worker's Clock, read in place by `fresh`.
+    const clock = yield* Effect.clock
     // Plain state: the worker's fibers share one thread.
     let cached = { at: -Infinity, draining: false }
     // A read that finishes after a newer one leaves the newer answer in place.
-    const read = (now: number) =>
-      Effect.map(drainState(store, host, now), (state) => {
+    const read = Effect.suspend(() => {
+      const now = clock.unsafeCurrentTimeMillis()
+      return Effect.map(drainState(store, host, now), (state) => {
         const draining = Option.isSome(state)
         if (now >= cached.at) cached = { at: now, draining }
         return draining
       })
-    const readNow = Effect.flatMap(Clock.currentTimeMillis, read)
-    // Read once now, as the worker starts, then on the timer.
-    yield* readNow
-    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(everyMs * REFRESH_EVERY), readNow)))
-    // The Clock read in place: this runs before every claim (an idle worker's, once per job).
-    return Effect.clockWith((clock) => {
-      const now = clock.unsafeCurrentTimeMillis()
-      return now - cached.at >= everyMs ? read(now) : Effect.succeed(cached.draining)
     })
+    // Read once now, as the worker starts, then on the timer.
+    yield* read
+    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(everyMs * REFRESH_EVERY), read)))
+    return {
+      fresh: () => (clock.unsafeCurrentTimeMillis() - cached.at >= everyMs ? undefined : cached.draining),
+      read
+    }
   })

@@ -39,7 +39,7 @@ import { makeWatchdog } from "./watchdog.ts"
 import { cachedDraining, touchHost } from "./hosts.ts"
 import { resolveWorker, type WorkerConfig } from "./options.ts"
 import { ProcessResult, tallyOf } from "./results.ts"
-import { claimInput, reapWith } from "./turns.ts"
+import { claimInput, claimInputAt, reapWith } from "./turns.ts"
 import { RECHECK_AFTER_MS, runClaimed } from "./attempt.ts"
 import { makeKeyClaims } from "./keyClaims.ts"
 import { makeKeyGate } from "./keyGate.ts"
@@ -141,7 +141,7 @@ export const make = (
     // Never older than the poll interval, or a second with a shorter one (./hosts.ts): read on
     // the worker's own timer, off the claims' path; at most about once a second, since a busy
     // claimer's reads were a statement every poll.
-    const isDraining = yield* cachedDraining(store, o.host, Duration.max(poll, DRAIN_STATE_MIN_AGE))
+    const drainView = yield* cachedDraining(store, o.host, Duration.max(poll, DRAIN_STATE_MIN_AGE))
 
     // Claimed jobs not yet started. The claimer keeps some of them ahead of the runners, so a
     // runner that ends an attempt starts the next one without waiting for a claim (issue 13:
@@ -166,20 +166,20 @@ export const make = (
     const hands = makeHandBack(store, o.host)
 
     // Claims up to `n` jobs (with `only`, of those keys alone): one statement, or with a host cap
-    // one job through the capped claim.
+    // one job through the capped claim. Its input is made in place (the worker's Clock read as a
+    // plain call): on an idle worker each step before the statement goes out is on the job's
+    // path, and costs there what a dozen do in a drain (issue 13's latency).
     const claimSome = (n: number, only?: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<JobRow>, SqlError> =>
-      Effect.gen(function*() {
-        const input = byKey
-          ? { ...(yield* claimInput(o)), perKey: { skip: keyClaims.skip(), only } }
-          : yield* claimInput(o)
-        let rows: ReadonlyArray<JobRow>
-        if ((o.hostCap ?? 0) <= 0) rows = yield* store.claimMany(input, n)
-        else {
-          const claimed = yield* store.claim(input)
-          rows = claimed._tag === "Claimed" ? [claimed.job] : []
-        }
-        for (const job of rows) keyClaims.claimed(job, limitOf(job))
-        return rows
+      Effect.suspend(() => {
+        const at = claimInputAt(o, clock.unsafeCurrentTimeMillis())
+        const input = byKey ? { ...at, perKey: { skip: keyClaims.skip(), only } } : at
+        const claimed = (o.hostCap ?? 0) <= 0
+          ? store.claimMany(input, n)
+          : Effect.map(store.claim(input), (c) => (c._tag === "Claimed" ? [c.job] : []))
+        return Effect.map(claimed, (rows) => {
+          for (const job of rows) keyClaims.claimed(job, limitOf(job))
+          return rows
+        })
       })
 
     const claimer = Effect.gen(function*() {
@@ -188,7 +188,7 @@ export const make = (
       // key's next job is all that changed.
       let look = true
       while (!bell.stopping()) {
-        if (yield* isDraining) {
+        if (drainView.fresh() ?? (yield* drainView.read)) {
           yield* bell.idle
           look = true
           continue

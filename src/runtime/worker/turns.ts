@@ -70,19 +70,20 @@ export const reap = (
   options: ProcessOptions = {}
 ): Effect.Effect<number, SqlError | WorkerConfigError, JobStore | Jobs> => Effect.flatMap(resolve(options), reapWith)
 
+/** What a claim by this worker asks for at `now`, with a fresh claim token. */
+export const claimInputAt = (o: Resolved, now: number): ClaimInput => ({
+  queues: o.queues,
+  host: o.host,
+  now,
+  claimToken: randomUUID(),
+  timeoutCap: o.timeoutCap,
+  hostCap: o.hostCap
+})
+
 /** What a claim by this worker asks for, now, with a fresh claim token. */
 export const claimInput = (o: Resolved): Effect.Effect<ClaimInput> =>
   // The Clock read in place: two steps, not four, per claim.
-  Effect.clockWith((clock) =>
-    Effect.succeed({
-      queues: o.queues,
-      host: o.host,
-      now: clock.unsafeCurrentTimeMillis(),
-      claimToken: randomUUID(),
-      timeoutCap: o.timeoutCap,
-      hostCap: o.hostCap
-    })
-  )
+  Effect.clockWith((clock) => Effect.succeed(claimInputAt(o, clock.unsafeCurrentTimeMillis())))
 
 /** Claims one due job and runs it. */
 export const claimThenRun = (o: Resolved): Effect.Effect<ProcessResult, SqlError, WorkerServices> =>

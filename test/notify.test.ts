@@ -9,6 +9,7 @@ import { SqlClient } from "@effect/sql"
 import { Context, Effect, Exit, Layer, Option, Ref, Redacted, Scope, TestServices } from "effect"
 import { JobStore } from "../src/JobStore.ts"
 import { enqueue } from "../src/runtime/Job.ts"
+import * as LocalWakeups from "../src/adapters/localWakeups.ts"
 import * as PostgresWakeups from "../src/adapters/postgres/wakeups.ts"
 import { listenerName } from "../src/adapters/postgres/wakeups.ts"
 import { Wakeups } from "../src/ports/Wakeups.ts"
@@ -92,6 +93,25 @@ layer(Layer.merge(postgresLayer("nt"), pgClientLayer), { timeout: 60_000 })("LIS
         expect((yield* Ref.get(log)).map((r) => r.id)).toEqual([own.id, next.id])
         yield* Scope.close(scope, Exit.void)
       })
+    )))
+
+  // The ring's rule itself (src/runtime/Job.ts ringIfDue): due jobs enqueued outside a
+  // transaction ring this process; inside one, whose rows nobody sees before the commit, they do
+  // not (a worker woken then would claim and find nothing); nor do jobs due later.
+  it.effect("an enqueue rings this process only outside a transaction, and only for a job due now", () =>
+    TestServices.provideLive(withJobs(
+      [Ok],
+      Effect.scoped(Effect.gen(function*() {
+        let rings = 0
+        yield* LocalWakeups.subscribe((yield* JobStore).tables.channel, () => rings++)
+        const sql = yield* SqlClient.SqlClient
+        yield* sql.withTransaction(enqueue(Ok, { n: 1 }))
+        expect(rings).toBe(0)
+        yield* enqueue(Ok, { n: 2 }, { runAt: Date.now() + 3_600_000 })
+        expect(rings).toBe(0)
+        yield* enqueue(Ok, { n: 3 })
+        expect(rings).toBe(1)
+      }))
     )))
 
   // A Wakeups service of the app's own may offer only the stream (src/ports/Wakeups.ts): the

@@ -25,10 +25,12 @@ export const isOwnRing = (payload: string | undefined): boolean => payload !== u
 const listeners = new Map<string, Set<() => void>>()
 
 /** Rings every listener on `channel` in this process. */
-export const ring = (channel: string): Effect.Effect<void> =>
-  Effect.sync(() => {
-    for (const wake of listeners.get(channel) ?? []) wake()
-  })
+export const ring = (channel: string): Effect.Effect<void> => Effect.sync(() => ringNow(channel))
+
+/** `ring` as a plain call (an enqueue's, made in a step it takes anyway). */
+export const ringNow = (channel: string): void => {
+  for (const wake of listeners.get(channel) ?? []) wake()
+}
 
 /**
  * Calls `wake` each time `channel` rings in this process, from now until the scope closes.

@@ -3,7 +3,7 @@
  * enqueue (docs/behaviour.md §4, §7).
  */
 import * as LocalWakeups from "../adapters/localWakeups.ts"
-import { inTransactionWith } from "../adapters/sql/transaction.ts"
+import { isTransactionContext } from "../adapters/sql/transaction.ts"
 import { Clock, Context, Duration, Effect, Either, FiberRef, Layer, Option, ParseResult, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { hostname } from "node:os"
@@ -495,19 +495,19 @@ const prepare = <A, I, R>(
  * not visible until the commit, so the ring would find nothing: there the poll (or, on
  * PostgreSQL, the NOTIFY sent on commit) wakes them.
  */
-const ringIfDue = (store: JobStoreApi, inserted: ReadonlyArray<NewJob>, now: number): Effect.Effect<void> =>
-  inserted.some((j) => j.runAt <= now)
-    ? inTransactionWith((inside) => (inside ? Effect.void : LocalWakeups.ring(store.tables.channel)))
-    : Effect.void
+const ringIfDue = (store: JobStoreApi, inserted: ReadonlyArray<NewJob>, now: number, inside: boolean): void => {
+  if (!inside && inserted.some((j) => j.runAt <= now)) LocalWakeups.ringNow(store.tables.channel)
+}
 
-// The store and the Clock's time, read off the fiber in one step (three as effects; an enqueue
-// is on the path of every job's latency, issue 13).
+// The store, the Clock's time and whether the caller is in a transaction, read off the fiber in
+// one step (five as effects; an enqueue is on the path of every job's latency, issue 13).
 const storeAndNow = Effect.withFiberRuntime((fiber) =>
   Effect.succeed({
     store: Context.get(fiber.currentContext as Context.Context<JobStore>, JobStore),
-    now: Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
+    now: Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis(),
+    inside: isTransactionContext(fiber.currentContext)
   })
-) as Effect.Effect<{ readonly store: JobStoreApi; readonly now: number }, never, JobStore>
+) as Effect.Effect<{ readonly store: JobStoreApi; readonly now: number; readonly inside: boolean }, never, JobStore>
 
 const asResult = (r: InsertResult): EnqueueResult => ({
   id: r.id,
@@ -529,11 +529,11 @@ export const enqueue = <A, I, R>(
 ): Effect.Effect<EnqueueResult, PayloadError | EnqueueInputError | SqlError, JobStore> =>
   withEnqueueSpan(type.name, options.queue ?? type.queue, (traceContext) =>
     Effect.gen(function*() {
-      const { now, store } = yield* storeAndNow
+      const { inside, now, store } = yield* storeAndNow
       const job = yield* prepare(type, payload, options, now, traceContext)
       const result = yield* store.insert(job)
       if (traceContext !== undefined) yield* annotateEnqueue("leasehold.job.id", result.id)
-      if (!result.duplicate) yield* ringIfDue(store, [job], now)
+      if (!result.duplicate) ringIfDue(store, [job], now, inside)
       return asResult(result)
     }))
 
@@ -563,7 +563,7 @@ const enqueueAll = <A, I, R>(
   traceContext: string | undefined
 ): Effect.Effect<EnqueueManyResult, PayloadError | EnqueueInputError | SqlError, JobStore> =>
   Effect.gen(function*() {
-    const { now, store } = yield* storeAndNow
+    const { inside, now, store } = yield* storeAndNow
     if (payloads === null || typeof payloads !== "object" || !(Symbol.iterator in payloads)) {
       return yield* inputError("payloads", "must be an array (or another iterable) of payloads")
     }
@@ -602,7 +602,7 @@ const enqueueAll = <A, I, R>(
     const results = yield* store.insertMany(jobs)
     const written = jobs.filter((_, i) => !results[i]!.duplicate)
     if (traceContext !== undefined) yield* annotateEnqueue("leasehold.job.count", written.length)
-    yield* ringIfDue(store, written, now)
+    ringIfDue(store, written, now, inside)
     return {
       jobs: results.map(asResult),
       inserted: written.length,

@@ -132,22 +132,27 @@ export const make = (
     // A notification's mark: an insert outside a transaction is rung in this process by its
     // enqueue (src/runtime/Job.ts), so this process's listener skips its notification
     // (src/adapters/localWakeups.ts `ORIGIN`); one inside a transaction is not rung here.
-    const notifyMark = inTransactionWith((inside) => Effect.succeed(inside ? "" : LocalWakeups.ORIGIN))
+    const markFor = (inside: boolean) => (inside ? "" : LocalWakeups.ORIGIN)
+    const notifyMark = inTransactionWith((inside) => Effect.succeed(markFor(inside)))
 
     // The ids a single insert wrote: its own, or none when the unique key is taken (on MySQL a
     // duplicate-key error, kept to raise should no job hold the key). PostgreSQL notifies in the
     // same statement.
     const insertOne = ([job]: ReadonlyArray<NewJob>): Effect.Effect<Inserted, SqlError> =>
-      Effect.map(
-        Effect.either(
-          wakeups.kind === "notify"
-            ? Effect.flatMap(
-              notifyMark,
-              (mark) => Effect.map(rows(wakeups.insertNotify(s.context, job!, tables.channel, mark)), (r) => r.length)
+      // As few steps as it takes: an enqueue is on the path of every job's latency (issue 13).
+      Effect.match(
+        wakeups.kind === "notify"
+          ? inTransactionWith((inside) =>
+            Effect.map(
+              rows(wakeups.insertNotify(s.context, job!, tables.channel, markFor(inside))),
+              (r) => r.length
             )
-            : changed(s.insert(job!))
-        ),
-        (n) => n._tag === "Right" ? { ids: new Set(n.right > 0 ? [job!.id] : []) } : { ids: new Set(), error: n.left }
+          )
+          : changed(s.insert(job!)),
+        {
+          onFailure: (error): Inserted => ({ ids: new Set(), error }),
+          onSuccess: (n): Inserted => ({ ids: new Set(n > 0 ? [job!.id] : []) })
+        }
       )
     // The ids a multi-row insert wrote; where the database cannot tell (MySQL), only the rows
     // without a key of the caller's (their key is their own fresh id, which nothing else holds).
@@ -175,6 +180,18 @@ export const make = (
       many: ReadonlyArray<NewJob>,
       insertWith: (many: ReadonlyArray<NewJob>) => Effect.Effect<Inserted, SqlError>
     ): Effect.Effect<ReadonlyArray<InsertResult>, SqlError> =>
+      // Every row written at the first try, as nearly always: settled without the rounds' steps.
+      Effect.flatMap(insertWith(many), (first) =>
+        many.every((j) => first.ids.has(j.id))
+          ? Effect.succeed(many.map((j): InsertResult => ({ id: j.id, duplicate: false })))
+          : settleRounds(many, insertWith, first))
+
+    /** `insertSettled`'s rounds, the first of which (`first`) has been sent. */
+    const settleRounds = (
+      many: ReadonlyArray<NewJob>,
+      insertWith: (many: ReadonlyArray<NewJob>) => Effect.Effect<Inserted, SqlError>,
+      first: Inserted
+    ): Effect.Effect<ReadonlyArray<InsertResult>, SqlError> =>
       Effect.gen(function*() {
         const settled = new Map<string, InsertResult>()
         let todo = many
@@ -184,7 +201,7 @@ export const make = (
               `enqueue: unique key ${todo[0]!.uniqueKey} neither inserted nor held after ${INSERT_ROUNDS} tries`
             )
           }
-          const inserted = yield* insertWith(todo)
+          const inserted = round === 0 ? first : yield* insertWith(todo)
           const unsure = todo.filter((j) => !inserted.ids.has(j.id))
           for (const j of todo) if (inserted.ids.has(j.id)) settled.set(j.id, { id: j.id, duplicate: false })
           if (unsure.length === 0) break

@@ -237,15 +237,14 @@ export const make = (
         return many.map((j) => settled.get(j.id)!)
       })
 
-    // Whether the job lease table and its token counters exist, asked of the catalog until both
-    // have been seen. Migrations create them; an app that never ran them gets them from its first
-    // exclusive attempt (src/adapters/jobLeases.ts), and until then claims take no lease.
+    // Whether the job lease table and its token counters exist: `leaseTablesKnown` once both have
+    // been seen, else asked of the catalog (`lookUpLeaseTables`) by each claim until they are.
+    // Migrations create them; an app that never ran them gets them from its first exclusive
+    // attempt (src/adapters/jobLeases.ts), and until then claims take no lease.
     let leaseTablesKnown = false
-    const leaseTablesSeen: Effect.Effect<boolean, SqlError> = Effect.suspend(() =>
-      leaseTablesKnown ? Effect.succeed(true) : Effect.map(
-        Effect.all([tables.jobLocks, tokensTable(tables.jobLocks)].map((t) => rows(dialect.lease.tableExists(t)))),
-        (found) => (leaseTablesKnown = found.every((r) => r.length > 0))
-      )
+    const lookUpLeaseTables: Effect.Effect<boolean, SqlError> = Effect.map(
+      Effect.all([tables.jobLocks, tokensTable(tables.jobLocks)].map((t) => rows(dialect.lease.tableExists(t)))),
+      (found) => (leaseTablesKnown = found.every((r) => r.length > 0))
     )
 
     const countRunning = (host: string) => Effect.map(rows(s.countRunning(host)), (r) => int(r[0]?.n ?? 0))
@@ -278,7 +277,7 @@ export const make = (
                 ? plain()
                 : leaseTablesKnown
                 ? taking()
-                : Effect.flatMap(leaseTablesSeen, (seen) => (seen ? taking() : plain()))
+                : Effect.flatMap(lookUpLeaseTables, (seen) => (seen ? taking() : plain()))
             )
           }
           return limit <= 1

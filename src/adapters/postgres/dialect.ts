@@ -11,6 +11,8 @@ import {
   isNetworkError,
   JOB_COLUMNS,
   type JobSqlContext,
+  NEW_JOB_COLUMNS,
+  newJobRecord,
   newJobRows
 } from "../sql/dialect.ts"
 import { literalInt, RawSql, type Statement, type Syntax, sqlFor } from "../sql/statement.ts"
@@ -25,8 +27,14 @@ const sql = sqlFor(syntax)
 // A taken unique key inserts nothing (no error, so an enclosing transaction stays usable).
 const insert = (c: JobSqlContext, j: NewJob) =>
   c.sql`INSERT INTO ${c.jobs} ${newJobRows(c, [j])} ON CONFLICT (unique_key) DO NOTHING`
+// Many rows as one JSON parameter, read as rows of the jobs table's own type: one value to bind
+// and one text to parse, whatever the batch's size. As a VALUES list, 1,000 rows were 13,000
+// parameters, whose bind alone took PostgreSQL 14 ms (issue 13: a batch enqueue of 20,000 jobs
+// took 4.4 × as long as graphile-worker's, which sends its batch this way).
 const insertMany = (c: JobSqlContext, jobs: ReadonlyArray<NewJob>) =>
-  c.sql`INSERT INTO ${c.jobs} ${newJobRows(c, jobs)} ON CONFLICT (unique_key) DO NOTHING RETURNING id, queue`
+  c.sql`INSERT INTO ${c.jobs} (${NEW_JOB_COLUMNS}) SELECT ${NEW_JOB_COLUMNS} FROM json_populate_recordset(NULL::${c.jobs}, ${
+    JSON.stringify(jobs.map(newJobRecord))
+  }) ON CONFLICT (unique_key) DO NOTHING RETURNING id, queue`
 
 // Inserts the lease rows `rows` gives (a VALUES list or a SELECT), or takes over a lease that
 // expired strictly before the row's acquiredat: the acquisition's one rule, for one lease (the

@@ -153,14 +153,44 @@ export const HOST_COLUMNS = new RawSql(
 )
 
 /**
- * The column list and VALUES of new job rows, for a dialect's INSERT to wrap: pending, no
- * attempts, the lease window of its timeout (src/core/lease.ts), created now. One row or many.
+ * A new job's row, column by column: pending, no attempts, the lease window of its timeout
+ * (src/core/lease.ts), created now. `trace_context` and `claim_lease` are null without a tracer
+ * installed at enqueue, or a lease its type takes.
+ */
+export const newJobRecord = (j: NewJob) => ({
+  id: j.id,
+  name: j.name,
+  queue: j.queue,
+  payload: j.payload,
+  priority: j.priority,
+  status: "pending",
+  attempts: 0,
+  max_retries: j.maxRetries,
+  claim_timeout: j.claimTimeout,
+  grace_ms: leaseWindowMs(j.claimTimeout),
+  unique_key: j.uniqueKey,
+  unique_until_finished: j.uniqueUntil === "finished" ? 1 : 0,
+  run_at: j.runAt,
+  created_at: j.now,
+  updated_at: j.now,
+  trace_context: j.traceContext ?? null,
+  claim_lease: j.claimLease ?? null
+})
+
+/** The columns of `newJobRecord`, in its order. */
+export const NEW_JOB_COLUMNS = new RawSql(
+  "id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, grace_ms, unique_key, " +
+    "unique_until_finished, run_at, created_at, updated_at, trace_context, claim_lease"
+)
+
+/**
+ * The column list and VALUES of new job rows (`newJobRecord`), for a dialect's INSERT to wrap.
+ * One row or many.
  */
 export const newJobRows = (_c: JobSqlContext, jobs: ReadonlyArray<NewJob>): Statement => {
   // One flat fragment, not a statement per row: a chunk of 1,000 rows is rendered once per
   // statement it is nested in, never row by row. `trace_context` and `claim_lease` are written
-  // only by a batch that has one (a tracer was installed at enqueue; a job type with a lease):
-  // without, the rows carry no extra value.
+  // only by a batch that has one: without, the rows carry no extra value.
   const traced = jobs.some((j) => j.traceContext !== undefined)
   const leased = jobs.some((j) => j.claimLease !== undefined)
   const columns = NEW_ROW_COLUMNS + (traced ? ", trace_context" : "") + (leased ? ", claim_lease" : "") + ")"
@@ -168,24 +198,25 @@ export const newJobRows = (_c: JobSqlContext, jobs: ReadonlyArray<NewJob>): Stat
   const strings: Array<string> = []
   const values: Array<unknown> = []
   jobs.forEach((j, i) => {
+    const r = newJobRecord(j)
     strings.push(i === 0 ? columns + " VALUES (" : "), (", ...glue)
     values.push(
-      j.id,
-      j.name,
-      j.queue,
-      j.payload,
-      j.priority,
-      j.maxRetries,
-      j.claimTimeout,
-      leaseWindowMs(j.claimTimeout),
-      j.uniqueKey,
-      j.uniqueUntil === "finished" ? 1 : 0,
-      j.runAt,
-      j.now,
-      j.now
+      r.id,
+      r.name,
+      r.queue,
+      r.payload,
+      r.priority,
+      r.max_retries,
+      r.claim_timeout,
+      r.grace_ms,
+      r.unique_key,
+      r.unique_until_finished,
+      r.run_at,
+      r.created_at,
+      r.updated_at
     )
-    if (traced) values.push(j.traceContext ?? null)
-    if (leased) values.push(j.claimLease ?? null)
+    if (traced) values.push(r.trace_context)
+    if (leased) values.push(r.claim_lease)
   })
   strings.push(")")
   return { sql: "", params: [], fragment: { strings, values } }

@@ -8,22 +8,22 @@
 import { expect } from "@effect/vitest"
 import { Effect, Option, Schema, TestClock } from "effect"
 import { JobLeases, JobStore } from "../../../src/JobStore.ts"
-import { type AnyJobType, define, enqueue } from "../../../src/runtime/Job.ts"
+import { type AnyJobType, define, enqueue, enqueueMany } from "../../../src/runtime/Job.ts"
 import * as Worker from "../../../src/runtime/Worker.ts"
 import { withJobs } from "../../support/jobs.ts"
 import { type BadInputArea, makeProbe, row, snapshot, Text } from "./helpers.ts"
 import { fittedLease, ODD, sized, T0, WINDOW } from "./inputs.ts"
+
+/** A job type whose payload is a string and a list of strings, performed by `perform`. */
+const stringsType = (perform: Parameters<typeof define>[0]["perform"]) =>
+  define({ name: "strings", schema: Schema.Struct({ s: Schema.String, list: Schema.Array(Schema.String) }), perform })
 
 /** The odd-text area of the catalogue. */
 export const textArea: BadInputArea = (it) => {
   it.effect("payload strings with quotes, SQL, control characters (NUL too: JSON escapes it) and unicode reach perform verbatim", () =>
     Effect.gen(function*() {
       const p = yield* makeProbe
-      const Strings = define({
-        name: "strings",
-        schema: Schema.Struct({ s: Schema.String, list: Schema.Array(Schema.String) }),
-        perform: p.perform
-      })
+      const Strings = stringsType(p.perform)
       const cases: ReadonlyArray<readonly [string, string]> = [
         ...ODD,
         ["a NUL character", "a\u0000b"],
@@ -43,6 +43,42 @@ export const textArea: BadInputArea = (it) => {
             const seen = yield* p.last
             expect(seen.jobId, label).toBe(id)
             expect(seen.payload, label).toEqual(payload)
+          }
+        })
+      )
+    }))
+
+  // A batch takes another path to the database than a single job (on PostgreSQL, its rows as
+  // one JSON parameter, src/adapters/postgres/dialect.ts): the same text, read back the same.
+  it.effect("a batch (enqueueMany) stores odd payloads, unique keys and a queue verbatim, and dedupes its keys", () =>
+    Effect.gen(function*() {
+      const p = yield* makeProbe
+      const Strings = stringsType(p.perform)
+      const texts = [...ODD.map(([, s]) => s), "a\u0000b", "a\ud800b", `{"n":1}\\u0000" ]`, sized(255, "p'\";-\\é🚀")]
+      const queue = `q ${ODD[0]![1]}`
+      yield* withJobs(
+        [Strings],
+        Effect.gen(function*() {
+          yield* p.bind
+          const payloads = texts.map((s) => ({ s, list: [s, "", s] }))
+          // Keys of 255 characters, each a different odd text (NUL and lone surrogates are refused in keys).
+          const keyOf = (_: unknown, i: number) => `${i}:` + sized(250, ODD[i % ODD.length]![1])
+          const batch = yield* enqueueMany(Strings, payloads, { queue, uniqueKey: keyOf })
+          expect(batch.inserted).toBe(texts.length)
+          for (const [i, payload] of payloads.entries()) {
+            const stored = yield* row(batch.jobs[i]!.id)
+            expect(JSON.parse(stored.payload), texts[i]).toEqual(payload)
+            expect(stored.uniqueKey, texts[i]).toBe(keyOf(payload, i))
+            expect(stored.queue, texts[i]).toBe(queue)
+          }
+          // The same keys again, in one batch: every one a duplicate of its row.
+          const again = yield* enqueueMany(Strings, payloads, { queue, uniqueKey: keyOf })
+          expect(again.inserted).toBe(0)
+          expect(again.jobs.map((j) => j.id)).toEqual(batch.jobs.map((j) => j.id))
+          for (const payload of payloads) {
+            expect(yield* Worker.processNext({ host: "h", queues: [queue] })).toMatchObject({ _tag: "Completed" })
+            const seen = yield* p.last
+            expect(payloads).toContainEqual(seen.payload)
           }
         })
       )

@@ -30,7 +30,7 @@ const insert = (c: JobSqlContext, j: NewJob) =>
 // Many rows as one JSON parameter, read as rows of the jobs table's own type: one value to bind
 // and one text to parse, whatever the batch's size. As a VALUES list, 1,000 rows were 13,000
 // parameters, whose bind alone took PostgreSQL 14 ms (issue 13: a batch enqueue of 20,000 jobs
-// took 4.4 × as long as graphile-worker's, which sends its batch this way).
+// took 4.5 × as long as graphile-worker's, which sends its batch this way).
 const insertMany = (c: JobSqlContext, jobs: ReadonlyArray<NewJob>) =>
   c.sql`INSERT INTO ${c.jobs} (${NEW_JOB_COLUMNS}) SELECT ${NEW_JOB_COLUMNS} FROM json_populate_recordset(NULL::${c.jobs}, ${
     JSON.stringify(jobs.map(newJobRecord))

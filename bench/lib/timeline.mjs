@@ -10,7 +10,9 @@
  * per process, the median time of each segment of a cycle, cycles grouped by their sequence of
  * events: from the enqueue mark to the handler's start in one process; across processes, from the
  * notification to the start in the worker and from the enqueue mark to the enqueue statement's
- * reply in the enqueuing process.
+ * reply in the enqueuing process. With `TIMELINE_SLOWEST=n` it also prints the mean and median of
+ * every cycle's total and the n slowest cycles, event by event (a tail's causes: a round trip, or
+ * a pause in the process).
  */
 import { performance } from "node:perf_hooks"
 import pg from "pg"
@@ -53,6 +55,8 @@ process.on("exit", () => {
   const from = has("enqueue") ? "enqueue" : "notification"
   const ends = has("start") ? (e) => e === "start" : (e) => e.startsWith("reply ")
   const shapes = new Map()
+  // Every cycle's total and its events, for TIMELINE_SLOWEST.
+  const all = []
   let cycle
   let last = 0
   for (const [event, at] of events) {
@@ -67,6 +71,7 @@ process.on("exit", () => {
     if (ends(event)) {
       const shape = cycle.map(([e]) => e).join(" > ")
       shapes.set(shape, [...(shapes.get(shape) ?? []), cycle.map(([, ms]) => ms)])
+      all.push({ total: cycle.reduce((sum, [, ms]) => sum + ms, 0), cycle })
       cycle = undefined
     }
   }
@@ -79,5 +84,18 @@ process.on("exit", () => {
       `timeline (pid ${process.pid}), ${cycles.length} cycles from ${from}: ` +
         steps.map((s, i) => `${medians[i].toFixed(3)} ms to ${s}`).join(", ") + `; total ${total.toFixed(3)} ms`
     )
+  }
+  const slowest = Number(process.env.TIMELINE_SLOWEST ?? 0)
+  if (slowest > 0 && all.length > 0) {
+    const totals = all.map((c) => c.total)
+    const mean = totals.reduce((a, b) => a + b, 0) / totals.length
+    console.error(
+      `timeline (pid ${process.pid}), ${all.length} cycles: mean ${mean.toFixed(3)} ms, median ${
+        median(totals).toFixed(3)
+      } ms; slowest:`
+    )
+    for (const { cycle, total } of all.sort((a, b) => b.total - a.total).slice(0, slowest)) {
+      console.error(`  ${total.toFixed(2)} ms: ${cycle.map(([e, ms]) => `${e} ${ms.toFixed(2)}`).join(" > ")}`)
+    }
   }
 })

@@ -177,11 +177,13 @@ export const newJobRecord = (j: NewJob) => ({
   claim_lease: j.claimLease ?? null
 })
 
+// The columns every new row is written with, in `newJobRecord`'s order; `trace_context` and
+// `claim_lease` follow.
+const NEW_ROW_BASE_COLUMNS =
+  "id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, grace_ms, unique_key, unique_until_finished, run_at, created_at, updated_at"
+
 /** The columns of `newJobRecord`, in its order. */
-export const NEW_JOB_COLUMNS = new RawSql(
-  "id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, grace_ms, unique_key, " +
-    "unique_until_finished, run_at, created_at, updated_at, trace_context, claim_lease"
-)
+export const NEW_JOB_COLUMNS = new RawSql(`${NEW_ROW_BASE_COLUMNS}, trace_context, claim_lease`)
 
 /**
  * The column list and VALUES of new job rows (`newJobRecord`), for a dialect's INSERT to wrap.
@@ -193,7 +195,7 @@ export const newJobRows = (_c: JobSqlContext, jobs: ReadonlyArray<NewJob>): Stat
   // only by a batch that has one: without, the rows carry no extra value.
   const traced = jobs.some((j) => j.traceContext !== undefined)
   const leased = jobs.some((j) => j.claimLease !== undefined)
-  const columns = NEW_ROW_COLUMNS + (traced ? ", trace_context" : "") + (leased ? ", claim_lease" : "") + ")"
+  const columns = `(${NEW_ROW_BASE_COLUMNS}` + (traced ? ", trace_context" : "") + (leased ? ", claim_lease" : "") + ")"
   const glue = [...ROW_GLUE, ...(traced ? [", "] : []), ...(leased ? [", "] : [])]
   const strings: Array<string> = []
   const values: Array<unknown> = []
@@ -222,9 +224,6 @@ export const newJobRows = (_c: JobSqlContext, jobs: ReadonlyArray<NewJob>): Stat
   return { sql: "", params: [], fragment: { strings, values } }
 }
 
-// Without its closing parenthesis: newJobRows appends the optional columns.
-const NEW_ROW_COLUMNS =
-  "(id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, grace_ms, unique_key, unique_until_finished, run_at, created_at, updated_at"
 // The text between a row's 13 values: status 'pending' and attempts 0 are written as literals.
 const ROW_GLUE = [", ", ", ", ", ", ", ", ", 'pending', 0, ", ", ", ", ", ", ", ", ", ", ", ", ", ", "]
 

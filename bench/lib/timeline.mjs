@@ -11,14 +11,31 @@
  * events: from the enqueue mark to the handler's start in one process; across processes, from the
  * notification to the start in the worker and from the enqueue mark to the enqueue statement's
  * reply in the enqueuing process. With `TIMELINE_SLOWEST=n` it also prints the mean and median of
- * every cycle's total and the n slowest cycles, event by event (a tail's causes: a round trip, or
- * a pause in the process).
+ * every cycle's total and the n slowest cycles, event by event, each segment with the CPU time the
+ * process spent in it (all its threads) and each cycle with the garbage collections that started
+ * in it, and how many cycles had one. A tail's causes then read apart: a round trip (wall time,
+ * little CPU), the process busy (CPU as long as the segment: compiling, when no collection ran),
+ * a collection, or the process waiting for a CPU another process held (wall time, no CPU, and no
+ * statement in flight).
  */
-import { performance } from "node:perf_hooks"
+import { performance, PerformanceObserver } from "node:perf_hooks"
 import pg from "pg"
 
+// Each event: what, when (performance.now()), and the process's CPU time then (µs, user +
+// system), so a slow segment shows whether the process ran (CPU spent) or waited (a round trip,
+// or a CPU taken by another process).
 const events = []
-globalThis.__benchTimeline = (what) => events.push([what, performance.now()])
+const cpu = () => {
+  const u = process.cpuUsage()
+  return u.user + u.system
+}
+const stamp = (what) => events.push([what, performance.now(), cpu()])
+globalThis.__benchTimeline = stamp
+// Garbage collections (start, pause), to tell a cycle's pauses that were the collector's.
+const collections = []
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) collections.push([e.startTime, e.duration])
+}).observe({ entryTypes: ["gc"] })
 
 const labelOf = (text) => {
   const t = String(text ?? "").replace(/\s+/g, " ").trim()
@@ -30,23 +47,23 @@ const labelOf = (text) => {
 const query = pg.Client.prototype.query
 pg.Client.prototype.query = function(config, values, callback) {
   const label = labelOf(typeof config === "string" ? config : config?.text)
-  events.push([`send ${label}`, performance.now()])
+  stamp(`send ${label}`)
   const stamped = (done) =>
     function(...args) {
-      events.push([`reply ${label}`, performance.now()])
+      stamp(`reply ${label}`)
       return done.apply(this, args)
     }
   if (typeof callback === "function") return query.call(this, config, values, stamped(callback))
   if (typeof values === "function") return query.call(this, config, stamped(values))
   const result = query.call(this, config, values, callback)
   if (typeof result?.then === "function") {
-    result.then(() => events.push([`reply ${label}`, performance.now()]), () => {})
+    result.then(() => stamp(`reply ${label}`), () => {})
   }
   return result
 }
 const emit = pg.Client.prototype.emit
 pg.Client.prototype.emit = function(event, ...args) {
-  if (event === "notification") events.push(["notification", performance.now()])
+  if (event === "notification") stamp("notification")
   return emit.call(this, event, ...args)
 }
 
@@ -59,19 +76,25 @@ process.on("exit", () => {
   const all = []
   let cycle
   let last = 0
-  for (const [event, at] of events) {
+  let lastCpu = 0
+  let began = 0
+  for (const [event, at, used] of events) {
     if (event === from) {
       cycle = []
       last = at
+      lastCpu = used
+      began = at
       continue
     }
     if (cycle === undefined) continue
-    cycle.push([event, at - last])
+    cycle.push([event, at - last, (used - lastCpu) / 1000])
     last = at
+    lastCpu = used
     if (ends(event)) {
       const shape = cycle.map(([e]) => e).join(" > ")
       shapes.set(shape, [...(shapes.get(shape) ?? []), cycle.map(([, ms]) => ms)])
-      all.push({ total: cycle.reduce((sum, [, ms]) => sum + ms, 0), cycle })
+      const pauses = collections.filter(([start]) => start >= began && start <= at).map(([, ms]) => ms)
+      all.push({ total: cycle.reduce((sum, [, ms]) => sum + ms, 0), cycle, pauses, index: all.length })
       cycle = undefined
     }
   }
@@ -94,8 +117,17 @@ process.on("exit", () => {
         median(totals).toFixed(3)
       } ms; slowest:`
     )
-    for (const { cycle, total } of all.sort((a, b) => b.total - a.total).slice(0, slowest)) {
-      console.error(`  ${total.toFixed(2)} ms: ${cycle.map(([e, ms]) => `${e} ${ms.toFixed(2)}`).join(" > ")}`)
+    const collected = all.filter((c) => c.pauses.length > 0)
+    console.error(
+      `  ${collected.length} cycles had a garbage collection in them (median total ${
+        collected.length === 0 ? "-" : median(collected.map((c) => c.total)).toFixed(3)
+      } ms); each segment below: wall ms (this process's CPU ms in it)`
+    )
+    for (const { cycle, index, pauses, total } of all.sort((a, b) => b.total - a.total).slice(0, slowest)) {
+      const gc = pauses.length === 0 ? "" : ` [gc ${pauses.map((ms) => ms.toFixed(2)).join(", ")} ms]`
+      console.error(
+        `  #${index} ${total.toFixed(2)} ms: ${cycle.map(([e, ms, used]) => `${e} ${ms.toFixed(2)} (${used.toFixed(2)})`).join(" > ")}${gc}`
+      )
     }
   }
 })

@@ -1,12 +1,14 @@
 /**
  * The floor the Effect runtime sets under an idle worker's latency (issue 13, scenario 4b): from
  * a LISTEN notification to a job handler's start, through one statement, with nothing of
- * leasehold's in between, in two shapes:
+ * leasehold's in between, in three shapes:
  *
  * - `plain`: node-postgres callbacks and one promise continuation (graphile-worker's shape);
  * - `effect`: the fiber hops an idle leasehold worker makes on that path: the notification
  *   resumes a waiting claimer fiber, the statement runs under `Effect.async`, its rows resume a
- *   waiting runner fiber, which forks an attempt fiber, which forks the perform fiber.
+ *   waiting runner fiber, which forks an attempt fiber, which forks the perform fiber;
+ * - `fork1`: callbacks up to the rows, then one fiber started for the handler: the least an
+ *   Effect-run handler costs on that path (any worker whose jobs are effects starts one).
  *
  * Notifications come 150–450 ms apart (as in scenario 4b), so each cycle runs on code an idle
  * process runs cold. Prints the medians of each segment per shape, shapes alternated:
@@ -23,7 +25,7 @@ const URL = process.env.LEASEHOLD_PG_URL ?? "postgres://postgres@127.0.0.1:5432/
 const STATEMENT = { name: "coldpath", text: "SELECT $1::text AS id, now() AS at" }
 const CHANNEL = "leasehold_coldpath"
 
-type Shape = "plain" | "effect"
+type Shape = "plain" | "effect" | "fork1"
 
 /** One cycle's times: notification to statement sent, its round trip, reply to handler (ms). */
 type Cycle = readonly [number, number, number]
@@ -64,6 +66,8 @@ const runShape = async (shape: Shape, cycles: number): Promise<ReadonlyArray<Cyc
   const fibers: Array<Fiber.RuntimeFiber<unknown, unknown>> = []
   if (shape === "plain") {
     onNotification = () => send((rows) => void Promise.resolve(rows[0]).then(handler))
+  } else if (shape === "fork1") {
+    onNotification = () => send(() => void Effect.runFork(Effect.sync(handler)))
   } else {
     let wake: ((e: Effect.Effect<void>) => void) | undefined
     let hand: ((e: Effect.Effect<unknown>) => void) | undefined
@@ -112,14 +116,15 @@ const runShape = async (shape: Shape, cycles: number): Promise<ReadonlyArray<Cyc
 
 const cycles = Number(process.argv[2] ?? 150)
 const runs = Number(process.argv[3] ?? 2)
-const results: Record<Shape, Array<Cycle>> = { plain: [], effect: [] }
+const shapes: ReadonlyArray<Shape> = ["plain", "effect", "fork1"]
+const results: Record<Shape, Array<Cycle>> = { plain: [], effect: [], fork1: [] }
 for (let r = 0; r < runs; r++) {
-  for (const shape of (r % 2 === 0 ? ["plain", "effect"] : ["effect", "plain"]) as ReadonlyArray<Shape>) {
+  for (const shape of r % 2 === 0 ? shapes : [...shapes].reverse()) {
     // The first tenth of each run warms the connections up and is not counted.
     results[shape].push(...(await runShape(shape, cycles)).slice(Math.floor(cycles / 10)))
   }
 }
-for (const shape of ["plain", "effect"] as const) {
+for (const shape of shapes) {
   const c = results[shape]
   const [toSend, roundTrip, toStart] = [0, 1, 2].map((i) => median(c.map((x) => x[i]!)))
   console.log(

@@ -117,7 +117,7 @@ const runShape = async (shape: Shape, cycles: number): Promise<ReadonlyArray<Cyc
 const cycles = Number(process.argv[2] ?? 150)
 const runs = Number(process.argv[3] ?? 2)
 const shapes: ReadonlyArray<Shape> = ["plain", "effect", "fork1"]
-const results: Record<Shape, Array<Cycle>> = { plain: [], effect: [], fork1: [] }
+const results = Object.fromEntries(shapes.map((shape) => [shape, [] as Array<Cycle>])) as Record<Shape, Array<Cycle>>
 for (let r = 0; r < runs; r++) {
   for (const shape of r % 2 === 0 ? shapes : [...shapes].reverse()) {
     // The first tenth of each run warms the connections up and is not counted.

@@ -21,21 +21,29 @@
 import { performance, PerformanceObserver } from "node:perf_hooks"
 import pg from "pg"
 
-// Each event: what, when (performance.now()), and the process's CPU time then (µs, user +
-// system), so a slow segment shows whether the process ran (CPU spent) or waited (a round trip,
-// or a CPU taken by another process).
+// How many of the slowest cycles to print (0: none). Only they show CPU time and collections,
+// so only then are they recorded: without it, a stamp is one clock read, as the medians were
+// measured before.
+const slowest = Number(process.env.TIMELINE_SLOWEST ?? 0)
+// Each event: what, when (performance.now()), and with `slowest` the process's CPU time then
+// (µs, user + system), so a slow segment shows whether the process ran (CPU spent) or waited (a
+// round trip, or a CPU taken by another process).
 const events = []
 const cpu = () => {
   const u = process.cpuUsage()
   return u.user + u.system
 }
-const stamp = (what) => events.push([what, performance.now(), cpu()])
+const stamp = slowest > 0
+  ? (what) => events.push([what, performance.now(), cpu()])
+  : (what) => events.push([what, performance.now(), 0])
 globalThis.__benchTimeline = stamp
 // Garbage collections (start, pause), to tell a cycle's pauses that were the collector's.
 const collections = []
-new PerformanceObserver((list) => {
-  for (const e of list.getEntries()) collections.push([e.startTime, e.duration])
-}).observe({ entryTypes: ["gc"] })
+if (slowest > 0) {
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) collections.push([e.startTime, e.duration])
+  }).observe({ entryTypes: ["gc"] })
+}
 
 const labelOf = (text) => {
   const t = String(text ?? "").replace(/\s+/g, " ").trim()
@@ -108,7 +116,6 @@ process.on("exit", () => {
         steps.map((s, i) => `${medians[i].toFixed(3)} ms to ${s}`).join(", ") + `; total ${total.toFixed(3)} ms`
     )
   }
-  const slowest = Number(process.env.TIMELINE_SLOWEST ?? 0)
   if (slowest > 0 && all.length > 0) {
     const totals = all.map((c) => c.total)
     const mean = totals.reduce((a, b) => a + b, 0) / totals.length

@@ -1,16 +1,19 @@
 /**
- * A preload that times each idle-worker cycle of the latency scenarios at the driver:
+ * A preload that times each idle-worker cycle of the latency scenarios, and each hand-off of the
+ * hot-key scenario, at the driver:
  *
  *   NODE_OPTIONS="--import ./bench/lib/timeline.mjs" node --expose-gc <child.js> '<spec>'
  *
  * (child.js: what `npm run bench` compiles from bench/child.ts, in `.build` beside it; the spec
- * is a ChildSpec of bench/protocol.ts, for scenario "latency" or "crosslatency"). It stamps every
- * node-postgres send and reply (by the statement's first words), every LISTEN notification, and
- * the bench's marks (./timeline.ts: an enqueue's call, its handler's start), and on exit prints,
+ * is a ChildSpec of bench/protocol.ts, for scenario "latency", "crosslatency" or "hotkey"). It
+ * stamps every node-postgres send and reply (by the statement's first words), every LISTEN
+ * notification, and the bench's marks (./timeline.ts: an enqueue's call, a handler's start and
+ * end), and on exit prints,
  * per process, the median time of each segment of a cycle, cycles grouped by their sequence of
  * events: from the enqueue mark to the handler's start in one process; across processes, from the
  * notification to the start in the worker and from the enqueue mark to the enqueue statement's
- * reply in the enqueuing process. With `TIMELINE_SLOWEST=n` it also prints the mean and median of
+ * reply in the enqueuing process. With scenario "hotkey" (whose handlers mark their end too), a
+ * cycle is a hand-off: from one job's end to the next job's start. With `TIMELINE_SLOWEST=n` it also prints the mean and median of
  * every cycle's total and the n slowest cycles, event by event, each segment with the CPU time the
  * process spent in it (all its threads) and each cycle with the garbage collections that started
  * in it, and how many cycles had one. A tail's causes then read apart: a round trip (wall time,
@@ -77,7 +80,7 @@ pg.Client.prototype.emit = function(event, ...args) {
 
 process.on("exit", () => {
   const has = (what) => events.some(([e]) => e === what)
-  const from = has("enqueue") ? "enqueue" : "notification"
+  const from = has("end") ? "end" : has("enqueue") ? "enqueue" : "notification"
   const ends = has("start") ? (e) => e === "start" : (e) => e.startsWith("reply ")
   const shapes = new Map()
   // Every cycle's total and its events, for TIMELINE_SLOWEST.

@@ -185,7 +185,12 @@ export const exclusiveThroughput = throughputWith(() => "'q' || g::text")
 export const hotKey = async (url: string, n: number, sleepMs: number, workers: number): Promise<HotKeyResult> => {
   await runMigrations({ connectionString: url, logger })
   await addJobsInBulk(url, "sleep", n, "'hot'::text")
-  const ms = await drain(url, n, workers, { sleep: async () => void (await sleep(sleepMs)) }, DRAIN_TIMEOUT_MS, {
+  const handler = async () => {
+    mark("start")
+    await sleep(sleepMs)
+    mark("end")
+  }
+  const ms = await drain(url, n, workers, { sleep: handler }, DRAIN_TIMEOUT_MS, {
     fromFirstStart: true
   })
   const left = await remainingJobs(url)

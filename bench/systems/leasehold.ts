@@ -76,7 +76,11 @@ const Hot = define({
   name: "hot",
   schema: Payload,
   concurrencyKey: "hot",
-  perform: ({ i }) => Effect.zipRight(Effect.sync(() => onStart(i)), Effect.sleep(Duration.millis(sleepMs)))
+  perform: ({ i }) =>
+    Effect.zipRight(
+      Effect.sync(() => onStart(i)),
+      Effect.zipRight(Effect.sleep(Duration.millis(sleepMs)), Effect.sync(() => mark("end")))
+    )
 })
 const Probe = define({
   name: "probe",
@@ -206,6 +210,7 @@ const hotDrain = <R = never>(n: number, workers: number, counter?: Effect.Effect
     let first = Number.POSITIVE_INFINITY
     let atFirst = 0
     onStart = () => {
+      mark("start")
       if (first === Number.POSITIVE_INFINITY) atFirst = count?.get() ?? 0
       first = Math.min(first, performance.now())
     }

@@ -124,8 +124,11 @@ for (const { name, statements, url } of targets) {
           const status = (id: string) => Effect.map(store.get(id), (r) => Option.map(r, (j) => [j.status, j.runAt]))
           expect(yield* status(a!.id)).toEqual(Option.some(["completed", expect.any(Number)]))
           expect(yield* status(c!.id)).toEqual(Option.some(["processing", expect.any(Number)]))
-          // Handed off: due at the completions' time, not 30 s later.
-          expect(yield* status(waiter.id)).toEqual(Option.some(["pending", T0 + 1000]))
+          // Handed off: due at once, in its place in the queue (run_at its enqueue time, before the
+          // completions' T0 + 1000; src/core/transitions.ts applyHandOff), not 30 s later.
+          const enqueuedAt = Option.getOrThrow(yield* store.get(waiter.id)).createdAt
+          expect(enqueuedAt).toBeLessThan(T0)
+          expect(yield* status(waiter.id)).toEqual(Option.some(["pending", enqueuedAt]))
           expect(yield* leases.ownerOf("key:a")).toEqual(Option.none())
           expect(yield* leases.ownerOf("key:c")).toEqual(Option.some(c!.token))
           expect(yield* leases.ownerOf("key:d")).toEqual(Option.some("thief"))

@@ -294,8 +294,17 @@ export const finishHandsOff = (input: Pick<FinishInput, "handOff" | "transferTo"
 export const isWaiting = (row: JobRow, leaseName: string, exceptId?: string): boolean =>
   row.leaseName === leaseName && row.status === "pending" && row.id !== exceptId
 
-/** A hand-off makes the chosen waiter due now (never later than it already was). */
-export const applyHandOff = (row: JobRow, now: number): JobRow => ({ ...row, runAt: Math.min(row.runAt, now) })
+/**
+ * A hand-off makes the chosen waiter due now, in its place in the queue: never later than it
+ * already was, nor than when it was enqueued. Claims take the oldest run_at first, so a waiter
+ * made due at `now` would wait behind every job of its key enqueued before then, and the next
+ * hand-offs would wake it again (it is still the best waiter) rather than a waiter asleep behind
+ * it (issue 13's hot key: every 8th hand-off then went through the database).
+ */
+export const applyHandOff = (row: JobRow, now: number): JobRow => ({
+  ...row,
+  runAt: Math.min(row.runAt, now, row.createdAt)
+})
 
 /** Whether a job may be retried by hand: only a dead or interrupted one. */
 export const isRetryable = (row: JobRow): boolean => row.status === "failed" || row.status === "interrupted"

@@ -18,9 +18,9 @@ const sql = sqlFor(syntax)
 // Makes the next statement's transaction READ COMMITTED (src/adapters/sql/transaction.ts).
 const nextReadCommitted = new RawSql(NEXT_READ_COMMITTED)
 
-// The best waiter on a lease made due now; `also` narrows the WHERE further.
+// The best waiter on a lease made due now in its place (core's applyHandOff); `also` narrows the WHERE further.
 const handOffWhere = ({ sql, jobs }: JobSqlContext, leaseName: string, now: number, exceptId: string, also: RawSql) =>
-  sql`UPDATE ${jobs} SET run_at = LEAST(run_at, ${now}) WHERE lease_name = ${leaseName} AND status = 'pending' AND id <> ${exceptId}${also} ORDER BY priority DESC, created_at ASC, id ASC LIMIT 1`
+  sql`UPDATE ${jobs} SET run_at = LEAST(run_at, ${now}, created_at) WHERE lease_name = ${leaseName} AND status = 'pending' AND id <> ${exceptId}${also} ORDER BY priority DESC, created_at ASC, id ASC LIMIT 1`
 
 /** The MySQL / MariaDB dialect. */
 export const mysql: Dialect = {

@@ -205,7 +205,7 @@ bumped AS (${bumpTokens(jobLockTokens, sql`SELECT lockname, 1 FROM moved`, "toke
           : sql`(SELECT COUNT(*) FROM released) + (SELECT COUNT(*) FROM moved) AS released, (SELECT token FROM bumped) AS transferred`
         return sql`WITH done AS (${f.outcome} RETURNING id),
 ${moving}released AS (DELETE FROM ${jobLocks} WHERE lockname = ${f.leaseName} AND lockowner = ${f.owner}${notMoved} RETURNING lockname),
-woke AS (UPDATE ${jobs} SET run_at = LEAST(run_at, ${f.now}) WHERE id = (SELECT id FROM ${jobs} WHERE lease_name = ${f.leaseName} AND status = 'pending' AND id <> ${f.id} AND EXISTS (SELECT 1 FROM released)${new RawSql(
+woke AS (UPDATE ${jobs} SET run_at = LEAST(run_at, ${f.now}, created_at) WHERE id = (SELECT id FROM ${jobs} WHERE lease_name = ${f.leaseName} AND status = 'pending' AND id <> ${f.id} AND EXISTS (SELECT 1 FROM released)${new RawSql(
           f.handOff ? "" : " AND FALSE"
         )} ORDER BY priority DESC, created_at ASC, id ASC LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id),
 rung AS (SELECT pg_notify(${f.channel}, ${f.leaseName}) FROM woke)
@@ -246,7 +246,7 @@ SELECT (SELECT COUNT(*) FROM back) AS handed_back, (SELECT COUNT(*) FROM release
     updateReports: "rows",
     isolation: "session",
     handOff: ({ sql, jobs }, leaseName, now, exceptId) =>
-      sql`UPDATE ${jobs} SET run_at = LEAST(run_at, ${now}) WHERE id = (SELECT id FROM ${jobs} WHERE lease_name = ${leaseName} AND status = 'pending' AND id <> ${exceptId} ORDER BY priority DESC, created_at ASC, id ASC LIMIT 1 FOR UPDATE SKIP LOCKED)`,
+      sql`UPDATE ${jobs} SET run_at = LEAST(run_at, ${now}, created_at) WHERE id = (SELECT id FROM ${jobs} WHERE lease_name = ${leaseName} AND status = 'pending' AND id <> ${exceptId} ORDER BY priority DESC, created_at ASC, id ASC LIMIT 1 FOR UPDATE SKIP LOCKED)`,
     upsertHost: ({ sql, hosts }, host, now, maxConcurrent, codeVersion) =>
       sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining, code_version) VALUES (${host}, ${now}, ${now}, 0, ${maxConcurrent}, 0, ${codeVersion}) ON CONFLICT (host) DO UPDATE SET last_seen_at = EXCLUDED.last_seen_at, max_concurrent = EXCLUDED.max_concurrent, code_version = EXCLUDED.code_version`,
     ensureHost: ({ sql, hosts }, host, now) =>

@@ -130,11 +130,11 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
       joined(claims.map((c) => sql`(id = ${c.id} AND claim_token = ${c.token})`), " OR ")
     })`
   // The best waiter (priority DESC, then oldest: core's handOffOrder) on each of the leases
-  // `names` (a list, or a subquery) made due now, in one statement on every database. The
-  // window function also keeps MySQL from merging the derived table, which it could not update
-  // from; CASE is the portable LEAST/MIN.
+  // `names` (a list, or a subquery) made due now in its place (core's applyHandOff), in one
+  // statement on every database. The window function also keeps MySQL from merging the derived
+  // table, which it could not update from; CASE is the portable LEAST/MIN.
   const handOffEach = (names: unknown, now: number, except?: SqlList | Statement) =>
-    sql`UPDATE ${jobs} SET run_at = CASE WHEN run_at > ${now} THEN ${now} ELSE run_at END WHERE id IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY lease_name ORDER BY priority DESC, created_at ASC, id ASC) AS turn FROM ${jobs} WHERE lease_name IN (${names}) AND status = 'pending'${
+    sql`UPDATE ${jobs} SET run_at = CASE WHEN created_at < run_at AND created_at < ${now} THEN created_at WHEN run_at > ${now} THEN ${now} ELSE run_at END WHERE id IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY lease_name ORDER BY priority DESC, created_at ASC, id ASC) AS turn FROM ${jobs} WHERE lease_name IN (${names}) AND status = 'pending'${
       except === undefined ? empty : sql` AND id NOT IN (${except})`
     }) waiting WHERE turn = 1)`
   // The row the reaper read, still stale: past its deadline, or (without one) not seen since.

@@ -99,7 +99,7 @@ export const sqlite: Dialect = {
     updateReports: "rows",
     isolation: "session",
     handOff: ({ sql, jobs }, leaseName, now, exceptId) =>
-      sql`UPDATE ${jobs} SET run_at = MIN(run_at, ${now}) WHERE id = (SELECT id FROM ${jobs} WHERE lease_name = ${leaseName} AND status = 'pending' AND id <> ${exceptId} ORDER BY priority DESC, created_at ASC, id ASC LIMIT 1)`,
+      sql`UPDATE ${jobs} SET run_at = MIN(run_at, ${now}, created_at) WHERE id = (SELECT id FROM ${jobs} WHERE lease_name = ${leaseName} AND status = 'pending' AND id <> ${exceptId} ORDER BY priority DESC, created_at ASC, id ASC LIMIT 1)`,
     upsertHost: ({ sql, hosts }, host, now, maxConcurrent, codeVersion) =>
       sql`INSERT INTO ${hosts} (host, last_seen_at, started_at, running, max_concurrent, draining, code_version) VALUES (${host}, ${now}, ${now}, 0, ${maxConcurrent}, 0, ${codeVersion}) ON CONFLICT (host) DO UPDATE SET last_seen_at = excluded.last_seen_at, max_concurrent = excluded.max_concurrent, code_version = excluded.code_version`,
     ensureHost: ({ sql, hosts }, host, now) =>

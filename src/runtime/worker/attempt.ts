@@ -76,7 +76,8 @@ const decodePayload = (
  * waits pending on the lease name until the first holder's lease should end, its attempt given
  * back (docs/behaviour.md §8). Succeeds with the held lease, or with the attempt's result (left)
  * when it ends here. `busy`: this worker's own attempts hold every slot (./keyGate.ts), so the
- * job defers without asking.
+ * job defers without asking. `keepPlace`: the job was next here and passed over for a job asleep
+ * in the database (./keyGate.ts `Turn`); busy, it defers due at its own run_at, not asleep.
  */
 const takeLease = (
   job: JobRow,
@@ -84,7 +85,8 @@ const takeLease = (
   limit: number,
   backoff: BackoffOptions,
   o: Resolved,
-  busy: Extract<Turn, { _tag: "Busy" }> | undefined
+  busy: Extract<Turn, { _tag: "Busy" }> | undefined,
+  keepPlace = false
 ): Effect.Effect<Either.Either<HeldLease, ProcessResult>, SqlError, JobStore | JobLeases> =>
   Effect.gen(function*() {
     const leases = yield* JobLeases
@@ -115,27 +117,37 @@ const takeLease = (
       const { name, token: fencingToken } = acquired.right.value
       return Either.right({ name, owner: token, expiresAt, fencingToken })
     }
-    return yield* defer(job, leaseName, names, Option.getOrUndefined(yield* firstToFree(leases, names)), () => true)
+    return yield* defer(
+      job,
+      leaseName,
+      names,
+      Option.getOrUndefined(yield* firstToFree(leases, names)),
+      () => true,
+      keepPlace
+    )
   })
 
 /**
  * Defers a job whose lease is busy: pending again until the holder's lease should end, its
  * attempt given back, waiting on `leaseName`. A holder may have released (and found no waiter to
  * hand off to) between the look at the lease and the deferral (`releasedMeanwhile`): the lease is
- * read again, and if a slot is free, the job is handed off at once.
+ * read again, and if a slot is free, the job is handed off at once. `keepPlace`: pending due at
+ * its own run_at instead (see `takeLease`), so it is claimed again before the key's later jobs
+ * and no holder's release has to wake it.
  */
 const defer = (
   job: JobRow,
   leaseName: string,
   names: ReadonlyArray<string>,
   holder: { readonly owner: string; readonly expiresAt: number } | undefined,
-  releasedMeanwhile: () => boolean
+  releasedMeanwhile: () => boolean,
+  keepPlace = false
 ): Effect.Effect<Either.Either<HeldLease, ProcessResult>, SqlError, JobStore | JobLeases> =>
   Effect.gen(function*() {
     const store = yield* JobStore
     const now = yield* Clock.currentTimeMillis
-    const delay = busyDelaySeconds(holder?.expiresAt, now)
-    const retryAt = now + delay * 1000
+    const delay = keepPlace ? 0 : busyDelaySeconds(holder?.expiresAt, now)
+    const retryAt = keepPlace ? Math.min(job.runAt, now) : now + delay * 1000
     const holderOwner = holder?.owner ?? null
     if (!(yield* store.defer(job.id, job.claimToken!, now, retryAt, leaseName))) {
       if (yield* cancelledMeanwhile(job)) {
@@ -151,7 +163,11 @@ const defer = (
     ) {
       yield* handOffNow(leaseName)
     }
-    yield* Effect.logDebug(`lease ${leaseName} busy (held by ${holderOwner ?? "nobody"}); deferred ${delay} s`)
+    yield* Effect.logDebug(
+      `lease ${leaseName} busy (held by ${holderOwner ?? "nobody"}); ${
+        keepPlace ? "passed over for a job that slept on it: pending again in its place" : `deferred ${delay} s`
+      }`
+    )
     return Either.left(ProcessResult.Deferred({ job: jobRef(job), leaseName, retryAt, holder: holderOwner }))
   })
 
@@ -391,7 +407,8 @@ const runAttempt = (
             type.concurrencyLimit,
             type.backoff,
             o,
-            turn._tag === "Busy" ? turn : undefined
+            turn._tag === "Busy" ? turn : undefined,
+            turn._tag === "Waited" && turn.passedOver === true
           )
           if (Either.isLeft(taken)) {
             return taken.left

@@ -63,6 +63,8 @@ interface Waiter {
   promised: boolean
   /** The lease the promising holder passed to it, once that holder's finish did. */
   passed: PassedLease | undefined
+  /** The promising holder woke a job asleep in the database instead (see `Turn`). */
+  passedOver: boolean
 }
 
 interface Entry {
@@ -88,7 +90,10 @@ interface Holder {
 /**
  * What an attempt of a key finds here:
  * - `Open`: not every slot is held by this worker; take the lease as usual.
- * - `Waited`: it waited `ms` for a holder here to end; take the lease now.
+ * - `Waited`: it waited `ms` for a holder here to end; take the lease now. `passedOver`: the
+ *   holder that promised it the lease woke a job asleep on it in the database instead (every
+ *   `MAX_SKIPPED_HAND_OFFS + 1`-th release): should the lease be taken first, this attempt
+ *   defers due, in its place in the queue, not asleep.
  * - `Busy`: every slot is held here and a better attempt waits: defer until `expiresAt` (the
  *   first holder's lease expiry). `releasedMeanwhile()`, asked after the deferral is written,
  *   says whether a holder may have released (or left) without seeing it: then look at the lease,
@@ -96,7 +101,12 @@ interface Holder {
  */
 export type Turn =
   | { readonly _tag: "Open" }
-  | { readonly _tag: "Waited"; readonly ms: number; readonly lease?: PassedLease | undefined }
+  | {
+    readonly _tag: "Waited"
+    readonly ms: number
+    readonly lease?: PassedLease | undefined
+    readonly passedOver?: boolean | undefined
+  }
   | {
     readonly _tag: "Busy"
     readonly holder: string
@@ -227,7 +237,7 @@ export const makeKeyGate = (timer: Watch = watch): KeyGate => {
   const wait = (name: string, e: Entry, token: string, expiresAt: number, job: WaiterJob) =>
     Effect.gen(function*() {
       const turn = yield* Deferred.make<Woke>()
-      const w: Waiter = { token, job, expiresAt, turn, promised: false, passed: undefined }
+      const w: Waiter = { token, job, expiresAt, turn, promised: false, passed: undefined, passedOver: false }
       e.waiter = w
       const started = yield* Clock.currentTimeMillis
       // Past GATE_WAIT_MS it stops waiting and counts as a holder anyway, to take the lease (or
@@ -250,7 +260,7 @@ export const makeKeyGate = (timer: Watch = watch): KeyGate => {
       if (woke !== "late") yield* cancel
       if (woke === "displaced") return busy(name, e)
       const ms = (yield* Clock.currentTimeMillis) - started
-      return { _tag: "Waited", ms, lease: w.passed } as const
+      return { _tag: "Waited", ms, lease: w.passed, passedOver: w.passedOver } as const
     })
   return {
     turn: (name, limit, token, job) =>
@@ -316,6 +326,7 @@ export const makeKeyGate = (timer: Watch = watch): KeyGate => {
       if (lease === undefined) {
         // Released and handed off instead: the waiter takes the lease as usual, and owes nothing.
         w.promised = false
+        w.passedOver = true
         return true
       }
       w.passed = lease

@@ -76,8 +76,8 @@ const decodePayload = (
  * waits pending on the lease name until the first holder's lease should end, its attempt given
  * back (docs/behaviour.md §8). Succeeds with the held lease, or with the attempt's result (left)
  * when it ends here. `busy`: this worker's own attempts hold every slot (./keyGate.ts), so the
- * job defers without asking. `keepPlace`: the job was next here and passed over for a job asleep
- * in the database (./keyGate.ts `Turn`); busy, it defers due at its own run_at, not asleep.
+ * job defers without asking. `keepPlace`: the job was next in line for its key here (./keyGate.ts
+ * `Turn`, `inLine`); busy, it defers due at its own run_at, not asleep.
  */
 const takeLease = (
   job: JobRow,
@@ -408,7 +408,7 @@ const runAttempt = (
             type.backoff,
             o,
             turn._tag === "Busy" ? turn : undefined,
-            turn._tag === "Waited" && turn.passedOver === true
+            turn._tag === "Waited" && turn.inLine
           )
           if (Either.isLeft(taken)) {
             return taken.left

@@ -63,8 +63,6 @@ interface Waiter {
   promised: boolean
   /** The lease the promising holder passed to it, once that holder's finish did. */
   passed: PassedLease | undefined
-  /** The promising holder woke a job asleep in the database instead (see `Turn`). */
-  passedOver: boolean
 }
 
 interface Entry {
@@ -90,10 +88,12 @@ interface Holder {
 /**
  * What an attempt of a key finds here:
  * - `Open`: not every slot is held by this worker; take the lease as usual.
- * - `Waited`: it waited `ms` for a holder here to end; take the lease now. `passedOver`: the
- *   holder that promised it the lease woke a job asleep on it in the database instead (every
- *   `MAX_SKIPPED_HAND_OFFS + 1`-th release): should the lease be taken first, this attempt
- *   defers due, in its place in the queue, not asleep.
+ * - `Waited`: it waited `ms` for a holder here to end; take the lease now (unless passed it).
+ *   `inLine`: the wait ended with its turn (the holder here left, or passed the lease on), not
+ *   past GATE_WAIT_MS: the key's next run here is this attempt's. Should another attempt take
+ *   the lease first (the job a holder's release woke in the database, or one a claim of the key
+ *   took it for meanwhile), it defers due, in its place in the queue, not asleep
+ *   (docs/behaviour.md §9).
  * - `Busy`: every slot is held here and a better attempt waits: defer until `expiresAt` (the
  *   first holder's lease expiry). `releasedMeanwhile()`, asked after the deferral is written,
  *   says whether a holder may have released (or left) without seeing it: then look at the lease,
@@ -105,7 +105,7 @@ export type Turn =
     readonly _tag: "Waited"
     readonly ms: number
     readonly lease?: PassedLease | undefined
-    readonly passedOver?: boolean | undefined
+    readonly inLine: boolean
   }
   | {
     readonly _tag: "Busy"
@@ -237,7 +237,7 @@ export const makeKeyGate = (timer: Watch = watch): KeyGate => {
   const wait = (name: string, e: Entry, token: string, expiresAt: number, job: WaiterJob) =>
     Effect.gen(function*() {
       const turn = yield* Deferred.make<Woke>()
-      const w: Waiter = { token, job, expiresAt, turn, promised: false, passed: undefined, passedOver: false }
+      const w: Waiter = { token, job, expiresAt, turn, promised: false, passed: undefined }
       e.waiter = w
       const started = yield* Clock.currentTimeMillis
       // Past GATE_WAIT_MS it stops waiting and counts as a holder anyway, to take the lease (or
@@ -260,7 +260,7 @@ export const makeKeyGate = (timer: Watch = watch): KeyGate => {
       if (woke !== "late") yield* cancel
       if (woke === "displaced") return busy(name, e)
       const ms = (yield* Clock.currentTimeMillis) - started
-      return { _tag: "Waited", ms, lease: w.passed, passedOver: w.passedOver } as const
+      return { _tag: "Waited", ms, lease: w.passed, inLine: woke === "turn" } as const
     })
   return {
     turn: (name, limit, token, job) =>
@@ -326,7 +326,6 @@ export const makeKeyGate = (timer: Watch = watch): KeyGate => {
       if (lease === undefined) {
         // Released and handed off instead: the waiter takes the lease as usual, and owes nothing.
         w.promised = false
-        w.passedOver = true
         return true
       }
       w.passed = lease

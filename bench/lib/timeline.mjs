@@ -8,18 +8,18 @@
  * is a ChildSpec of bench/protocol.ts, for scenario "latency", "crosslatency" or "hotkey"). It
  * stamps every node-postgres send and reply (by the statement's first words), every LISTEN
  * notification, and the bench's marks (./timeline.ts: an enqueue's call, a handler's start and
- * end), and on exit prints,
- * per process, the median time of each segment of a cycle, cycles grouped by their sequence of
- * events: from the enqueue mark to the handler's start in one process; across processes, from the
- * notification to the start in the worker and from the enqueue mark to the enqueue statement's
- * reply in the enqueuing process. With scenario "hotkey" (whose handlers mark their end too), a
- * cycle is a hand-off: from one job's end to the next job's start. With `TIMELINE_SLOWEST=n` it also prints the mean and median of
- * every cycle's total and the n slowest cycles, event by event, each segment with the CPU time the
- * process spent in it (all its threads) and each cycle with the garbage collections that started
- * in it, and how many cycles had one. A tail's causes then read apart: a round trip (wall time,
- * little CPU), the process busy (CPU as long as the segment: compiling, when no collection ran),
- * a collection, or the process waiting for a CPU another process held (wall time, no CPU, and no
- * statement in flight).
+ * end), and on exit prints, per process, the median time of each segment of a cycle, cycles
+ * grouped by their sequence of events: from the enqueue mark to the handler's start in one
+ * process; across processes, from the notification to the start in the worker and from the enqueue
+ * mark to the enqueue statement's reply in the enqueuing process. With scenario "hotkey" (whose
+ * handlers mark their end too), a cycle is a hand-off: from one job's end to the next job's start
+ * (leasehold's hot-key child drains twice, timed then counted: one cycle spans the second start-up).
+ * With `TIMELINE_SLOWEST=n` it also prints the mean and median of every cycle's total and the n
+ * slowest cycles, event by event, each segment with the CPU time the process spent in it (all its
+ * threads) and each cycle with the garbage collections that started in it, and how many cycles had
+ * one. A tail's causes then read apart: a round trip (wall time, little CPU), the process busy
+ * (CPU as long as the segment: compiling, when no collection ran), a collection, or the process
+ * waiting for a CPU another process held (wall time, no CPU, and no statement in flight).
  */
 import { performance, PerformanceObserver } from "node:perf_hooks"
 import pg from "pg"

@@ -165,7 +165,7 @@ const defer = (
     }
     yield* Effect.logDebug(
       `lease ${leaseName} busy (held by ${holderOwner ?? "nobody"}); ${
-        keepPlace ? "passed over for a job that slept on it: pending again in its place" : `deferred ${delay} s`
+        keepPlace ? "taken as its turn came here: pending again, due, in its place" : `deferred ${delay} s`
       }`
     )
     return Either.left(ProcessResult.Deferred({ job: jobRef(job), leaseName, retryAt, holder: holderOwner }))

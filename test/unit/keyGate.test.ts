@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, TestClock } from "effect"
-import { GATE_WAIT_MS, makeKeyGate, type PassedLease } from "../../src/runtime/worker/keyGate.ts"
+import { GATE_WAIT_MS, type KeyGate, makeKeyGate, type PassedLease } from "../../src/runtime/worker/keyGate.ts"
 import { makeWatchdog } from "../../src/runtime/worker/watchdog.ts"
 
 const job = (id: string) => ({ id, priority: 0, createdAt: 0, claimTimeout: null })
@@ -13,7 +13,7 @@ const lease: PassedLease = { name: "k", fencingToken: 2n, expiresAt: 1_000_000 }
 
 // A holder on key "k" and an attempt waiting for it; `end` settles the holder's end as the
 // attempt's end would (./attempt.ts), and the waiter's turn is returned.
-const holderThenWaiter = (end: (gate: ReturnType<typeof makeKeyGate>) => Effect.Effect<void>) =>
+const holderThenWaiter = (end: (gate: KeyGate) => Effect.Effect<void>) =>
   Effect.gen(function*() {
     const gate = makeKeyGate(yield* makeWatchdog())
     expect(yield* gate.turn("k", 1, "holder", job("a"))).toEqual({ _tag: "Open" })
@@ -24,27 +24,26 @@ const holderThenWaiter = (end: (gate: ReturnType<typeof makeKeyGate>) => Effect.
     return yield* Fiber.join(waiting)
   })
 
+// The holder's finish as ./attempt.ts makes it: the waiter is promised the lease, then passed it
+// (`passed`), or not (undefined: the finish released it and handed off instead, and the holder
+// then leaves as its attempt ends).
+const finishes = (passed: PassedLease | undefined) => (gate: KeyGate) =>
+  Effect.sync(() => {
+    expect(gate.finishing("holder", 0)).toMatchObject({ owner: "waiter" })
+    expect(gate.passedOn("holder", passed)).toBe(true)
+    if (passed === undefined) gate.leave("holder")
+  })
+
 describe("keyGate", () => {
   it.scoped("a waiter passed the lease by its holder's finish starts with it, next in line", () =>
     Effect.gen(function*() {
-      const turn = yield* holderThenWaiter((gate) =>
-        Effect.sync(() => {
-          expect(gate.finishing("holder", 0)).toMatchObject({ owner: "waiter" })
-          expect(gate.passedOn("holder", lease)).toBe(true)
-        })
-      )
+      const turn = yield* holderThenWaiter(finishes(lease))
       expect(turn).toMatchObject({ _tag: "Waited", lease, inLine: true })
     }))
 
   it.scoped("a waiter whose promised lease was released and handed off instead is still next in line", () =>
     Effect.gen(function*() {
-      const turn = yield* holderThenWaiter((gate) =>
-        Effect.sync(() => {
-          expect(gate.finishing("holder", 0)).toMatchObject({ owner: "waiter" })
-          expect(gate.passedOn("holder", undefined)).toBe(true)
-          gate.leave("holder")
-        })
-      )
+      const turn = yield* holderThenWaiter(finishes(undefined))
       expect(turn).toMatchObject({ _tag: "Waited", lease: undefined, inLine: true })
     }))
 
@@ -54,7 +53,7 @@ describe("keyGate", () => {
       expect(turn).toMatchObject({ _tag: "Waited", lease: undefined, inLine: true })
     }))
 
-  it.scoped("a waiter whose wait timed out (GATE_WAIT_MS) is not in line: busy, it defers asleep", () =>
+  it.scoped("a waiter whose wait timed out (GATE_WAIT_MS) is not in line", () =>
     Effect.gen(function*() {
       const turn = yield* holderThenWaiter(() => TestClock.adjust(GATE_WAIT_MS))
       expect(turn).toMatchObject({ _tag: "Waited", lease: undefined, inLine: false })

@@ -2,8 +2,9 @@
  * Galera certification (docs/scale-out.md): a transaction that wrote a row another node
  * committed first is rolled back at COMMIT with ER_LOCK_DEADLOCK (1213). The mysql dialect
  * calls that transient, so the claim's transaction (readCommittedTransaction) is sent again
- * whole, on real nodes of the cluster of scripts/galera/start (.ci/run starts it). Row locks
- * stay on their node, so the per-host cap's host lock must be a write to be certified.
+ * whole, on real nodes of the cluster of scripts/galera/start (.ci/run starts it), after a
+ * random wait (src/adapters/mysql/galera.ts `certificationBackoff`). Row locks stay on their
+ * node, so the per-host cap's host lock must be a write to be certified.
  */
 import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
@@ -12,7 +13,8 @@ import { expect, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
 import * as mysql2 from "mysql2/promise"
 import { mysql } from "../src/adapters/mysql/dialect.ts"
-import { nodeUrls } from "../src/adapters/mysql/cluster.ts"
+import { clusterClientLayer, nodeUrls } from "../src/adapters/mysql/cluster.ts"
+import { dialectOf } from "../src/adapters/sql/dialects.ts"
 import { jobStatements } from "../src/adapters/sql/jobStatements.ts"
 import { retryTransient } from "../src/adapters/sql/retry.ts"
 import { readCommittedTransaction } from "../src/adapters/sql/transaction.ts"
@@ -114,3 +116,17 @@ it.live("the per-host cap's host lock is certified: two claims for one host on t
       await Promise.all([a.end(), b.end()])
     }
   }))
+
+it.live("only the cluster's dialect waits before a retry: at random, below 5 ms doubling, at most 250 ms", () =>
+  Effect.gen(function*() {
+    const dialect = dialectOf(yield* SqlClient.SqlClient)
+    expect(mysql.transientBackoff).toBeUndefined()
+    const backoff = dialect.transientBackoff!
+    for (let attempt = 0; attempt < 12; attempt++) {
+      for (let i = 0; i < 50; i++) {
+        const ms = backoff(attempt)
+        expect(ms).toBeGreaterThanOrEqual(0)
+        expect(ms).toBeLessThan(Math.min(250, 5 * 2 ** attempt))
+      }
+    }
+  }).pipe(Effect.provide(clusterClientLayer(nodeUrls(GALERA_URL) ?? [GALERA_URL]))))

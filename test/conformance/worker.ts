@@ -90,19 +90,23 @@ export const workerConformance = (adapter: AdapterName) =>
           [Hold],
           Effect.gen(function*() {
             yield* TestClock.setTime(T0)
-            for (let n = 0; n < 10; n++) yield* enqueue(Hold, { n })
-            const fibers = yield* Effect.forEach(Array.from({ length: 10 }), () =>
-              Effect.fork(Worker.processNext({ host: "a", hostCap: 3 })))
+            // Twenty claims at once for one host, each locking the host row. On a Galera cluster
+            // they write it, so of each overlapping set all but one lose certification; sent again
+            // at once, the last lost nine times in a row and its claim failed (every run of 8; one
+            // in ten with ten claims). There a retry waits a random moment (docs/retries.md).
+            for (let n = 0; n < 20; n++) yield* enqueue(Hold, { n })
+            const fibers = yield* Effect.forEach(Array.from({ length: 20 }), () =>
+              Effect.fork(Worker.processNext({ host: "a", hostCap: 4 })))
             const store = yield* JobStore
-            const results = []
             // the capped ones return; the claimed ones wait on the gate
-            yield* eventually(Effect.map(Effect.forEach(fibers, Fiber.poll), (p) =>
-              p.filter(Option.isSome).length === 7))
-            expect((yield* store.list({ status: "processing", limit: 20 })).length).toBe(3)
+            const returned = Effect.map(Effect.forEach(fibers, Fiber.poll), (p) =>
+              p.filter(Option.isSome).length)
+            yield* eventually(Effect.map(returned, (n) => n === 16))
+            expect((yield* store.list({ status: "processing", limit: 30 })).length).toBe(4)
             yield* Deferred.succeed(gate, undefined)
-            for (const f of fibers) results.push((yield* Fiber.join(f))._tag)
-            expect(results.filter((t) => t === "Completed")).toHaveLength(3)
-            expect(results.filter((t) => t === "Capped")).toHaveLength(7)
+            const tags = (yield* Effect.forEach(fibers, Fiber.join)).map((r) => r._tag)
+            expect(tags.filter((t) => t === "Completed")).toHaveLength(4)
+            expect(tags.filter((t) => t === "Capped")).toHaveLength(16)
           })
         )
       }))

@@ -21,3 +21,17 @@ export const writeSetCheck = {
   beforeCommit: "SELECT @@in_transaction AS open, WSREP_LAST_WRITTEN_GTID() AS gtid",
   afterCommit: "SELECT WSREP_LAST_WRITTEN_GTID() AS gtid"
 } as const
+
+/**
+ * The wait (ms) before a statement or transaction that lost certification `attempt + 1` times in
+ * a row is sent again: a random moment below 5 ms, the bound doubling each time up to 250 ms (at
+ * most about 0.8 s over the eight retries of src/adapters/sql/retry.ts). Certification is
+ * optimistic: of the transactions that wrote one row on several nodes at once, the first to
+ * commit wins and every other is rolled back; sent again at once, the losers meet each other
+ * again and one wins each round, so with ten claims on one host row (a host cap) the last lost
+ * nine times in a row and gave up (about one run in ten). Spread out at random, most of them no
+ * longer overlap. Windows starting below a claim's own few milliseconds still let one run in
+ * 30–40 of twenty such claims give up (below 2 ms doubling, at most 100 ms); none of 50 with
+ * these (the per-host cap's concurrency test of test/conformance/worker.ts).
+ */
+export const certificationBackoff = (attempt: number): number => Math.random() * Math.min(250, 5 * 2 ** attempt)

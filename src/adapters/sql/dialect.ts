@@ -102,6 +102,11 @@ export interface Dialect {
    */
   readonly isDisconnect: (cause: unknown) => boolean
   /**
+   * How long (ms) a statement rolled back `attempt + 1` times in a row waits before it is sent
+   * again (src/adapters/sql/retry.ts `FailureKinds`); none: at once. Set on a Galera cluster only.
+   */
+  readonly transientBackoff?: ((attempt: number) => number) | undefined
+  /**
    * Whether a driver error is a unique-key violation: an insert that met a key another row held
    * when it ran (which may have been freed since).
    */

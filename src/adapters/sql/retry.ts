@@ -5,7 +5,8 @@
  * - **Transient** (a deadlock victim, a serialization failure, a lock wait timeout): the database
  *   rolled the statement (or its transaction) back whole, so sending it again is always safe.
  *   It is sent again **at once**, at most `TRANSIENT_RETRIES` times: no sleep, so no Clock is
- *   involved and a test on a TestClock that never moves cannot hang on it.
+ *   involved and a test on a TestClock that never moves cannot hang on it. On a Galera cluster
+ *   (`FailureKinds.transientBackoff`) it waits a random moment first, on the live clock.
  * - **Disconnect** (the connection was lost or refused): the statement may or may not have run,
  *   so only statements fenced against running twice (the end of an attempt) are sent again, on
  *   `reconnectSchedule`. Those waits sleep on the **live** clock, never on the caller's: an
@@ -25,6 +26,13 @@ export interface FailureKinds {
   readonly isTransient: (cause: unknown) => boolean
   /** The connection was lost or refused: the statement may or may not have run. */
   readonly isDisconnect: (cause: unknown) => boolean
+  /**
+   * How long (ms) to wait before sending again a statement rolled back `attempt + 1` times in a
+   * row; none: at once. A lock-based database has already picked the winner, and the retry waits
+   * on its locks; a Galera cluster certifies optimistically, so retries sent at once meet each
+   * other again and only one of them wins each round (src/adapters/mysql/galera.ts).
+   */
+  readonly transientBackoff?: ((attempt: number) => number) | undefined
 }
 
 /** How many times a statement rolled back by a deadlock (or serialization failure) is sent again. */
@@ -76,16 +84,19 @@ const transientLoop = <A, E, R>(
         Effect.fail(e)
       )
     }
+    const waitMs = Math.round(kinds.transientBackoff?.(attempt) ?? 0)
+    const again = transientLoop(kinds, purpose, label, effect, attempt + 1)
     return Effect.zipRight(
       Effect.zipRight(
         Metric.increment(Metric.tagged(transientRetries, "purpose", purpose)),
         Effect.logDebug(
-          `${label}: rolled back by the database (${(e as SqlError).message}); sending it again (${
-            attempt + 1
-          }/${TRANSIENT_RETRIES})`
+          `${label}: rolled back by the database (${(e as SqlError).message}); sending it again${
+            waitMs > 0 ? ` in ${waitMs} ms` : ""
+          } (${attempt + 1}/${TRANSIENT_RETRIES})`
         )
       ),
-      transientLoop(kinds, purpose, label, effect, attempt + 1)
+      // On the live clock, as a reconnect's waits: a test's TestClock never has to move for it.
+      waitMs > 0 ? Effect.zipRight(Effect.withClock(Effect.sleep(waitMs), liveClock), again) : again
     )
   })
 

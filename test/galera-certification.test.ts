@@ -117,7 +117,7 @@ it.live("the per-host cap's host lock is certified: two claims for one host on t
     }
   }))
 
-it.live("only the cluster's dialect waits before a retry: at random, below 5 ms doubling, at most 250 ms", () =>
+it.live("only the cluster's dialect has a retry wait: random, below 5 ms doubling, at most 250 ms", () =>
   Effect.gen(function*() {
     const dialect = dialectOf(yield* SqlClient.SqlClient)
     expect(mysql.transientBackoff).toBeUndefined()

@@ -32,6 +32,7 @@ export const writeSetCheck = {
  * nine times in a row and gave up (about one run in ten). Spread out at random, most of them no
  * longer overlap. Windows starting below a claim's own few milliseconds still let one run in
  * 30–40 of twenty such claims give up (below 2 ms doubling, at most 100 ms); none of 50 with
- * these (the per-host cap's concurrency test of test/conformance/worker.ts).
+ * these (twenty claims, as the per-host cap's concurrency test of test/conformance/worker.ts races
+ * them). How the wait is taken: test/unit/transientRetry.test.ts.
  */
 export const certificationBackoff = (attempt: number): number => Math.random() * Math.min(250, 5 * 2 ** attempt)

@@ -72,6 +72,11 @@ export const sqlLayer = (url: string, maxConnections = 10): Layer.Layer<SqlClien
 /** How many statements reached the database through the counting client. */
 export interface StatementCountApi {
   readonly get: () => number
+  /**
+   * How many of them were wake-up notifications on their own (`SELECT pg_notify(…)`), which a
+   * store sends after its writes, from a fiber of its own (src/adapters/sql/wakeupSignal.ts).
+   */
+  readonly notifications: () => number
   readonly reset: () => void
 }
 
@@ -106,9 +111,11 @@ export const countingLayer: Layer.Layer<SqlClient.SqlClient | StatementCount, ne
       const PgTag = driver.pg
       const pg = PgTag === undefined ? Option.none() : yield* Effect.serviceOption(PgTag.PgClient)
       let n = 0
+      let notified = 0
       const log = process.env.BENCH_SQL_LOG
       const count = (sql: string) => {
         n++
+        if (sql.startsWith("SELECT pg_notify(")) notified++
         if (log !== undefined && log !== "") appendFileSync(log, `${sql.replace(/\s+/g, " ")}\n`)
       }
       const counted = <A>(sql: string, effect: Effect.Effect<A, SqlError>): Effect.Effect<A, SqlError> =>
@@ -137,8 +144,10 @@ export const countingLayer: Layer.Layer<SqlClient.SqlClient | StatementCount, ne
         .pipe(Effect.provide(Reactivity.layer))
       const counter: StatementCountApi = {
         get: () => n,
+        notifications: () => notified,
         reset: () => {
           n = 0
+          notified = 0
           if (log !== undefined && log !== "") appendFileSync(log, "-- reset\n")
         }
       }

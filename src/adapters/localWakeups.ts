@@ -11,11 +11,10 @@ import { Effect, type Scope } from "effect"
 import { randomUUID } from "node:crypto"
 
 /**
- * This process's mark on the notifications of its own enqueues that it also rang locally
- * (PostgreSQL: `<mark><queue>` as the payload). Its own listener skips them: the ring already
- * woke this process's workers, and the notification would only make each claim once more and
- * find nothing (issue 13: two claims per enqueue in the latency run). Other processes, which
- * see another mark, are woken as before.
+ * This process's mark on the notifications of its own writes that it also rang locally (the
+ * payload of src/adapters/sql/wakeupSignal.ts's notifications). Its own listener skips them: the
+ * ring already woke this process's workers, and the notification would only make each claim once
+ * more and find nothing. Other processes, which see another mark, are woken as before.
  */
 export const ORIGIN = `lh:${randomUUID().slice(0, 8)}:`
 

@@ -20,6 +20,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import { MysqlClient } from "@effect/sql-mysql2"
 import { Context, Effect, Layer, Redacted, type Scope, Stream } from "effect"
 import * as Mysql from "mysql2"
+import { registerPoolSize } from "../sql/connections.ts"
 import { markGaleraCluster } from "./galera.ts"
 
 export { nodeUrls } from "./urls.ts"
@@ -198,7 +199,7 @@ export const makeClusterClient = (
     // Fail at start when no node answers, as MysqlClient does for its one server.
     yield* Effect.scoped(acquire).pipe(Effect.asVoid)
 
-    return markGaleraCluster(
+    const client = markGaleraCluster(
       yield* Client.make({
         acquirer: acquire,
         transactionAcquirer: acquire,
@@ -206,6 +207,8 @@ export const makeClusterClient = (
         spanAttributes: [["db.system.name", "mysql"], ["server.address", nodes.map((n) => n.label).join(",")]]
       })
     )
+    registerPoolSize(client, nodes.length * (options.maxConnectionsPerNode ?? 10))
+    return client
   })
 
 /** A SqlClient layer spreading statements over the Galera nodes at `urls` (see `makeClusterClient`). */

@@ -8,6 +8,8 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Redacted } from "effect"
 import pg from "pg"
+import { DEFAULT_POOL_SIZE } from "../../core/connections.ts"
+import { registerPoolSize } from "../sql/connections.ts"
 import { type DirectRunner, registerDirect } from "../sql/direct.ts"
 import { PreparingClient } from "./preparing.ts"
 
@@ -78,10 +80,19 @@ const directRunner = (pool: pg.Pool): DirectRunner => ({
     })
 })
 
-/** `PgClient.layerFromPool` over `pool`, with the direct path for leasehold's stores registered. */
+/**
+ * `PgClient.layerFromPool` over `pool`, with the direct path for leasehold's stores and the pool's
+ * size (the enqueues' share of it: src/core/connections.ts) registered.
+ */
 const overPool = (pool: pg.Pool) =>
   PgClient.layerFromPool({ acquire: Effect.succeed(pool) }).pipe(
-    Layer.tap((context) => Effect.sync(() => registerDirect(Context.get(context, SqlClient), directRunner(pool))))
+    Layer.tap((context) =>
+      Effect.sync(() => {
+        const client = Context.get(context, SqlClient)
+        registerDirect(client, directRunner(pool))
+        registerPoolSize(client, pool.options.max ?? DEFAULT_POOL_SIZE)
+      })
+    )
   )
 
 /**

@@ -174,24 +174,24 @@ SELECT ${JOB_COLUMNS}, b.token AS lease_token, t.expiresat AS lease_expires FROM
     },
     wakeups: {
       kind: "notify",
-      insertNotify: (c, j, channel, mark) =>
+      insertNotify: (c, j, channel) =>
         c.sql`WITH inserted AS (${
           insert(c, j)
-        } RETURNING id, queue) SELECT id, pg_notify(${channel}, ${mark} || queue) FROM inserted`,
+        } RETURNING id, queue) SELECT id, pg_notify(${channel}, queue) FROM inserted`,
       // One notification per queue, however many rows: the scalar subquery runs once.
-      insertManyNotify: (c, jobs, channel, mark) =>
+      insertManyNotify: (c, jobs, channel) =>
         c.sql`WITH inserted AS (${
           insertMany(c, jobs)
-        }), rung AS (SELECT pg_notify(${channel}, ${mark} || queue) FROM inserted GROUP BY queue) SELECT id, (SELECT COUNT(*) FROM rung) AS rung FROM inserted`,
+        }), rung AS (SELECT pg_notify(${channel}, queue) FROM inserted GROUP BY queue) SELECT id, (SELECT COUNT(*) FROM rung) AS rung FROM inserted`,
       // SELECT pg_notify: a parameterised NOTIFY is rejected, and this form is delivered only
       // when the surrounding transaction commits.
-      handOffNotify: (handOff, channel, payload) =>
-        sql`WITH woke AS (${handOff} RETURNING id), rung AS (SELECT pg_notify(${channel}, ${payload}) FROM woke) SELECT (SELECT COUNT(*) FROM rung) AS woke`
+      notify: (channel, payload) => sql`SELECT pg_notify(${channel}, ${payload})`
     },
     finish: {
       kind: "oneStatement",
       // The outcome, the release and the hand-off in one round trip and one transaction. The
-      // hand-off runs only if the release deleted our row; the waiter woken is notified on commit.
+      // hand-off runs only if the release deleted our row; listeners are notified after it
+      // (../sql/wakeupSignal.ts).
       // Passing the lease on (`f.transfer`): moved, and the name's token bumped, in the same
       // statement; if it did not move (a job waits on it asleep, FinishInput `unlessWaiting`),
       // released and handed off as usual. `released` counts either, `transferred` is the token.
@@ -207,9 +207,8 @@ bumped AS (${bumpTokens(jobLockTokens, sql`SELECT lockname, 1 FROM moved`, "toke
 ${moving}released AS (DELETE FROM ${jobLocks} WHERE lockname = ${f.leaseName} AND lockowner = ${f.owner}${notMoved} RETURNING lockname),
 woke AS (UPDATE ${jobs} SET run_at = LEAST(run_at, ${f.now}, created_at) WHERE id = (SELECT id FROM ${jobs} WHERE lease_name = ${f.leaseName} AND status = 'pending' AND id <> ${f.id} AND EXISTS (SELECT 1 FROM released)${new RawSql(
           f.handOff ? "" : " AND FALSE"
-        )} ORDER BY priority DESC, created_at ASC, id ASC LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id),
-rung AS (SELECT pg_notify(${f.channel}, ${f.leaseName}) FROM woke)
-SELECT (SELECT COUNT(*) FROM done) AS written, ${counts}, (SELECT COUNT(*) FROM rung) AS woke`
+        )} ORDER BY priority DESC, created_at ASC, id ASC LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id)
+SELECT (SELECT COUNT(*) FROM done) AS written, ${counts}, (SELECT COUNT(*) FROM woke) AS woke`
       },
       // Several leased completions in one statement. Every part reads the statement's snapshot,
       // where the attempts completed here are still processing: never their own waiters.
@@ -228,20 +227,18 @@ SELECT (SELECT COUNT(*) FROM done) AS written, ${counts}, (SELECT COUNT(*) FROM 
           )
         }),
 released AS (DELETE FROM ${jobLocks} WHERE lockname = ANY(${leases}) AND (lockname, lockowner) IN (SELECT a.lease, a.token FROM unnest(${leases}, ${tokens}) AS a(lease, token)) RETURNING lockname, lockowner),
-woke AS (${p.handOff(sql`SELECT lockname FROM released`, sql`SELECT unnest(${ids})`)} RETURNING id),
-rung AS (SELECT pg_notify(${p.channel}, 'hand-off') WHERE EXISTS (SELECT 1 FROM woke))
+woke AS (${p.handOff(sql`SELECT lockname FROM released`, sql`SELECT unnest(${ids})`)} RETURNING id)
 SELECT 'done' AS kind, id AS a, claim_token AS b FROM done
 UNION ALL SELECT 'released', lockname, lockowner FROM released
-UNION ALL SELECT 'woke', CAST(COUNT(*) AS TEXT), NULL FROM rung`
+UNION ALL SELECT 'woke', CAST(COUNT(*) AS TEXT), NULL FROM woke`
       },
       // Leases, hand-offs and attempts in one statement. Every part reads the statement's
       // snapshot, where the jobs handed back are still processing: never their own waiters.
       handBack: ({ sql, jobLocks }, h) =>
         sql`WITH released AS (DELETE FROM ${jobLocks} WHERE lockowner IN (${h.tokens}) RETURNING lockname),
 woke AS (${h.handOff(sql`SELECT lockname FROM released`)} RETURNING id),
-back AS (${h.giveBack} RETURNING id),
-rung AS (SELECT pg_notify(${h.channel}, 'hand-back') WHERE EXISTS (SELECT 1 FROM woke) OR EXISTS (SELECT 1 FROM back))
-SELECT (SELECT COUNT(*) FROM back) AS handed_back, (SELECT COUNT(*) FROM released) AS released, (SELECT COUNT(*) FROM woke) AS woke, (SELECT COUNT(*) FROM rung) AS rung`
+back AS (${h.giveBack} RETURNING id)
+SELECT (SELECT COUNT(*) FROM back) AS handed_back, (SELECT COUNT(*) FROM released) AS released, (SELECT COUNT(*) FROM woke) AS woke`
     },
     updateReports: "rows",
     isolation: "session",

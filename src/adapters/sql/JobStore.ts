@@ -34,6 +34,10 @@ import {
 import { type InsertResult, JobLeases, JobStore, type JobStoreApi } from "../../ports/JobStore.ts"
 import { rememberingTable } from "../jobLeases.ts"
 import { makeBatcher } from "./batching.ts"
+import { enqueueConnections } from "../../core/connections.ts"
+import { poolSizeOf } from "./connections.ts"
+import { makeEnqueueLane } from "./enqueueLane.ts"
+import { makeWakeupSignal } from "./wakeupSignal.ts"
 import type { ClaimParts } from "./dialect.ts"
 import {
   decodeClaimedRow,
@@ -68,6 +72,11 @@ import {
  * database's limit on bound parameters (SQLite 32,766; PostgreSQL and MySQL 65,535).
  */
 export const INSERT_CHUNK_ROWS = 1_000
+/**
+ * Most enqueues of one statement when several wait for the lane (./enqueueLane.ts): enough that a
+ * burst costs few statements, few enough that each stays short beside the worker's.
+ */
+export const ENQUEUES_TOGETHER = 100
 /** Rounds of insert and settle before a key that is neither inserted nor held is a defect. */
 const INSERT_ROUNDS = 4
 
@@ -125,30 +134,26 @@ export const make = (
     const transaction = <A, E>(effect: Effect.Effect<A, E>) =>
       readCommitted ? readCommittedTransaction(sql, effect) : sql.withTransaction(effect)
 
-    // Wake idle workers (PostgreSQL): each notifying statement notifies in itself, so the
-    // notification goes out when its transaction commits and a rolled-back write wakes nobody.
+    // Wake idle workers of other processes (PostgreSQL): a notification after a write outside
+    // any transaction, coalesced; inside the caller's transaction, in it (./wakeupSignal.ts).
     const wakeups = d.wakeups
-
-    // A notification's mark: an insert outside a transaction is rung in this process by its
-    // enqueue (src/runtime/Job.ts), so this process's listener skips its notification
-    // (src/adapters/localWakeups.ts `ORIGIN`); one inside a transaction is not rung here.
-    const markFor = (inside: boolean) => (inside ? "" : LocalWakeups.ORIGIN)
-    const notifyMark = inTransactionWith((inside) => Effect.succeed(markFor(inside)))
+    const signal = wakeups.kind === "notify"
+      ? makeWakeupSignal((payload) => rows(wakeups.notify(tables.channel, payload)))
+      : undefined
+    const notifyWoken = (inside: boolean): Effect.Effect<void, SqlError> =>
+      signal === undefined ? Effect.void : inside ? signal.inTransaction : signal.afterCommit
 
     // The ids a single insert wrote: its own, or none when the unique key is taken (on MySQL a
-    // duplicate-key error, kept to raise should no job hold the key). PostgreSQL notifies in the
-    // same statement.
+    // duplicate-key error, kept to raise should no job hold the key). Inside the caller's
+    // transaction PostgreSQL notifies in the same statement.
     const insertOne = ([job]: ReadonlyArray<NewJob>): Effect.Effect<Inserted, SqlError> =>
-      // As few steps as it takes: an enqueue is on the path of every job's latency (issue 13).
+      // As few steps as it takes: an enqueue is on the path of every job's latency.
       Effect.match(
-        wakeups.kind === "notify"
-          ? inTransactionWith((inside) =>
-            Effect.map(
-              rows(wakeups.insertNotify(s.context, job!, tables.channel, markFor(inside))),
-              (r) => r.length
-            )
-          )
-          : changed(s.insert(job!)),
+        inTransactionWith((inside) =>
+          wakeups.kind === "notify" && inside
+            ? Effect.map(rows(wakeups.insertNotify(s.context, job!, tables.channel)), (r) => r.length)
+            : changed(s.insert(job!))
+        ),
         {
           onFailure: (error): Inserted => ({ ids: new Set(), error }),
           onSuccess: (n): Inserted => ({ ids: new Set(n > 0 ? [job!.id] : []) })
@@ -156,19 +161,31 @@ export const make = (
       )
     // The ids a multi-row insert wrote; where the database cannot tell (MySQL), only the rows
     // without a key of the caller's (their key is their own fresh id, which nothing else holds).
-    const insertRows = (many: ReadonlyArray<NewJob>): Effect.Effect<Inserted, SqlError> => {
+    // `notifying`: inside the caller's transaction (PostgreSQL), the insert notifies.
+    const insertRowsWith = (notifying: boolean) => (many: ReadonlyArray<NewJob>): Effect.Effect<Inserted, SqlError> => {
       const ids = (r: ReadonlyArray<{ readonly id?: unknown }>): Inserted => ({
         ids: new Set(r.map((x) => String(x.id)))
       })
-      return wakeups.kind === "notify"
-        ? Effect.flatMap(
-          notifyMark,
-          (mark) => Effect.map(rows(wakeups.insertManyNotify(s.context, many, tables.channel, mark)), ids)
-        )
+      return wakeups.kind === "notify" && notifying
+        ? Effect.map(rows(wakeups.insertManyNotify(s.context, many, tables.channel)), ids)
         : d.updateReports === "rows"
         ? Effect.map(rows(s.insertMany(many)), ids)
         : Effect.as(changed(s.insertMany(many)), ids(many.filter((j) => j.uniqueKey === j.id)))
     }
+    const insertJob = (job: NewJob) =>
+      retryTransient(dialect, "enqueue", Effect.map(insertSettled([job], insertOne), (r) => r[0]!))
+    // Enqueues outside a transaction: at most their share of the pool's connections, those that
+    // wait going together (./enqueueLane.ts, src/core/connections.ts).
+    const lane = makeEnqueueLane({
+      places: enqueueConnections(yield* poolSizeOf(client, dialect)),
+      maxTogether: ENQUEUES_TOGETHER,
+      freeOnNextTurn: dialect.inProcess,
+      one: insertJob,
+      together: (many) => retryTransient(dialect, "enqueue", insertSettled(many, insertRowsWith(false)))
+    }, yield* Effect.runtime<never>())
+    // Whether an insert wrote a job due now, so that idle workers elsewhere are worth waking.
+    const wroteDue = (many: ReadonlyArray<NewJob>, results: ReadonlyArray<InsertResult>) =>
+      results.some((r, i) => !r.duplicate && many[i]!.runAt <= many[i]!.now)
 
     /**
      * Inserts `many` with `insertWith`, then settles the rows it did not write: a key held by the row
@@ -472,7 +489,7 @@ export const make = (
             const of = (kind: string) => new Set(r.filter((x) => x.kind === kind).map((x) => key(x.a, x.b)))
             const done = of("done")
             const released = of("released")
-            if (r.some((x) => x.kind === "woke" && int(x.a) > 0)) yield* LocalWakeups.ring(tables.channel)
+            if (r.some((x) => x.kind === "woke" && int(x.a) > 0)) yield* woken
             // Answered on the first try, the rows tell each attempt's outcome and release at once.
             if (tries === 1) {
               return items.map((i): Finished => ({
@@ -541,7 +558,7 @@ export const make = (
         if (lease !== undefined && together !== undefined) {
           const r = (yield* patiently("finish", `job ${input.id}`, counted(together)))[0] ?? {}
           const written = yield* confirm(input, int(r.written) > 0, tries > 1)
-          if (int(r.woke) > 0) yield* LocalWakeups.ring(tables.channel)
+          if (int(r.woke) > 0) yield* woken
           if (int(r.released) > 0) {
             if (r.transferred === null || r.transferred === undefined) return { written, lease: "released" }
             return { written, lease: "released", transferred: decodeToken(r.transferred) }
@@ -673,23 +690,12 @@ export const make = (
         return { written, lease: tries > 1 ? yield* lostAfterRetry(input, lease) : "lost" } satisfies Finished
       })
 
-    // A woken waiter is due now: tell this process's workers too (src/adapters/localWakeups.ts),
-    // since on MySQL and SQLite nothing else would until their next poll.
-    // PostgreSQL notifies in the hand-off's own statement.
+    // A job woken (due now): this process's workers are rung (src/adapters/localWakeups.ts), since
+    // on MySQL and SQLite nothing else would until their next poll, and other processes' are
+    // notified where the database can (PostgreSQL).
+    const woken = inTransactionWith((inside) => Effect.zipRight(LocalWakeups.ring(tables.channel), notifyWoken(inside)))
     const handOff = (leaseName: string, now: number, exceptId?: string) =>
-      Effect.tap(
-        wakeups.kind === "notify"
-          ? retryTransient(
-            dialect,
-            "hand-off",
-            Effect.map(
-              rows(wakeups.handOffNotify(s.handOff(leaseName, now, exceptId), tables.channel, leaseName)),
-              (r) => int(r[0]?.woke) > 0
-            )
-          )
-          : yes("hand-off", s.handOff(leaseName, now, exceptId)),
-        (woke) => (woke ? LocalWakeups.ring(tables.channel) : Effect.void)
-      )
+      Effect.tap(yes("hand-off", s.handOff(leaseName, now, exceptId)), (woke) => (woke ? woken : Effect.void))
 
     // A stopping worker's attempts: one statement on PostgreSQL; elsewhere the leases (released
     // with RETURNING where the database has it, else read first), one hand-off statement for all
@@ -699,8 +705,7 @@ export const make = (
       if (claims.length === 0) return Effect.succeed({ handedBack: 0, released: 0, woke: 0 })
       const tokens = claims.map((c) => c.token)
       const strategy = d.finish
-      const done = (result: HandedBack) =>
-        Effect.as(result.handedBack + result.woke > 0 ? LocalWakeups.ring(tables.channel) : Effect.void, result)
+      const done = (result: HandedBack) => Effect.as(result.handedBack + result.woke > 0 ? woken : Effect.void, result)
       switch (strategy.kind) {
         case "oneStatement":
           return retryTransient(
@@ -765,18 +770,33 @@ export const make = (
       tables,
       idleProbe,
       remote: !dialect.inProcess,
-      // A deadlock on the unique key rolled the insert back; sending it again is safe.
-      insert: (job) => retryTransient(dialect, "enqueue", Effect.map(insertSettled([job], insertOne), (r) => r[0]!)),
-      // One transaction (the caller's, when there is one), one INSERT per chunk of rows.
-      insertMany: (many) =>
-        many.length === 0 ? Effect.succeed([]) : retryTransient(
-          dialect,
-          "enqueue",
-          transaction(Effect.map(
-            Effect.forEach(Arr.chunksOf(many, INSERT_CHUNK_ROWS), (chunk) => insertSettled(chunk, insertRows)),
-            (chunks) => chunks.flat()
-          ))
+      // A deadlock on the unique key rolled the insert back; sending it again is safe. Outside a
+      // transaction, through the lane (./enqueueLane.ts).
+      insert: (job) =>
+        inTransactionWith((inside) =>
+          inside
+            ? insertJob(job)
+            : Effect.tap(lane.insert(job), (r) => wroteDue([job], [r]) ? notifyWoken(false) : Effect.void)
         ),
+      // One transaction (the caller's, when there is one), one INSERT per chunk of rows; outside
+      // the caller's, on a place of the lane's.
+      insertMany: (many) =>
+        many.length === 0 ? Effect.succeed([]) : inTransactionWith((inside) => {
+          const inserted = retryTransient(
+            dialect,
+            "enqueue",
+            transaction(Effect.map(
+              Effect.forEach(
+                Arr.chunksOf(many, INSERT_CHUNK_ROWS),
+                (chunk) => insertSettled(chunk, insertRowsWith(inside))
+              ),
+              (chunks) => chunks.flat()
+            ))
+          )
+          return inside ? inserted : lane.alone(
+            Effect.tap(inserted, (r) => (wroteDue(many, r) ? notifyWoken(false) : Effect.void))
+          )
+        }),
       // Retried where each claim statement or transaction runs: once per rolled-back statement.
       claim,
       finish,

@@ -351,23 +351,19 @@ export type WakeupStrategy =
    */
   | { readonly kind: "poll"; readonly probe: IdleProbeStatement }
   /**
-   * LISTEN/NOTIFY (PostgreSQL): `insertNotify` inserts a job and notifies in one statement,
-   * returning the id only if it inserted. Notifications go out when the transaction commits.
-   * `insertManyNotify` is
-   * `insertMany` that also notifies once per queue it inserted into. Their payload is `mark`
-   * followed by the queue (src/adapters/localWakeups.ts `ORIGIN`, or empty). `handOffNotify` is the
-   * dialect's `handOff` that also notifies when it woke a job, returning one row with `woke`.
+   * LISTEN/NOTIFY (PostgreSQL). `notify` is one notification, as a statement of its own: the
+   * store sends it after a write outside any transaction has committed, coalesced
+   * (src/adapters/sql/wakeupSignal.ts), or inside the caller's transaction, which delivers it
+   * on commit. Inside the caller's transaction an enqueue notifies in its own statement instead, a
+   * round trip fewer: `insertNotify` inserts a job and notifies, returning the id only if it
+   * inserted; `insertManyNotify` is `insertMany` that also notifies once per queue it inserted
+   * into. Their payload is the queue.
    */
   | {
     readonly kind: "notify"
-    readonly insertNotify: (c: JobSqlContext, job: NewJob, channel: string, mark: string) => Statement
-    readonly insertManyNotify: (
-      c: JobSqlContext,
-      jobs: ReadonlyArray<NewJob>,
-      channel: string,
-      mark: string
-    ) => Statement
-    readonly handOffNotify: (handOff: Statement, channel: string, payload: string) => Statement
+    readonly insertNotify: (c: JobSqlContext, job: NewJob, channel: string) => Statement
+    readonly insertManyNotify: (c: JobSqlContext, jobs: ReadonlyArray<NewJob>, channel: string) => Statement
+    readonly notify: (channel: string, payload: string) => Statement
   }
 
 /** An idle worker's cheap look for work between polls (see `WakeupStrategy`). */
@@ -398,16 +394,15 @@ export type FinishStrategy =
   }
   /**
    * One statement (PostgreSQL): writes the outcome (fenced on the claim token), releases the
-   * lease (owner-fenced) and, only if it did, hands off to the best waiting job and wakes
-   * listeners. Returns one row: written, released, woke (counts).
+   * lease (owner-fenced) and, only if it did, hands off to the best waiting job. Returns one
+   * row: written, released, woke (counts; the store notifies listeners of a job woken).
    */
   | {
     readonly kind: "oneStatement"
     readonly statement: (c: JobSqlContext, f: FinishParts) => Statement
     /**
      * A stopping worker's hand-back in one statement: releases the leases the tokens own, hands
-     * each off, gives the attempts back and wakes listeners. Returns one row: handed_back,
-     * released, woke (counts).
+     * each off and gives the attempts back. Returns one row: handed_back, released, woke (counts).
      */
     readonly handBack: (c: JobSqlContext, h: HandBackParts) => Statement
     /**
@@ -415,7 +410,7 @@ export type FinishStrategy =
      * completions' group commit): the outcomes, the owner-fenced releases and a hand-off for each
      * released lease, in one statement. Returns a row per completed attempt (kind 'done', a = id,
      * b = claim token), per released lease (kind 'released', a = lease, b = owner) and one row
-     * (kind 'woke', a = how many notifications).
+     * (kind 'woke', a = how many jobs were woken).
      */
     readonly completeLeased: (c: JobSqlContext, p: CompleteLeasedParts) => Statement
   }
@@ -489,7 +484,6 @@ export interface FinishParts {
   /** The attempt's claim token, which owns the lease. */
   readonly owner: string
   readonly now: number
-  readonly channel: string
   /** False: release only, wake no waiter (core's FinishInput `handOff`). */
   readonly handOff: boolean
   /**
@@ -518,7 +512,6 @@ export interface CompleteLeasedParts {
    * `except` (a subquery of ids) names.
    */
   readonly handOff: (names: Statement, except: Statement) => Statement
-  readonly channel: string
 }
 
 /** The pieces of a one-statement hand-back. */
@@ -529,5 +522,4 @@ export interface HandBackParts {
   readonly handOff: (names: Statement) => Statement
   /** The fenced give-back UPDATE of the attempts, without RETURNING. */
   readonly giveBack: Statement
-  readonly channel: string
 }

@@ -209,8 +209,7 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
       done: (which) => completeWhere(now, which),
       // Never to one of these jobs: an attempt fenced after its job was reaped still owns its
       // lease, and its job, pending again, may wait on it (finishAlone's `id <> …`).
-      handOff: (names, except) => handOffEach(names, now, except),
-      channel: tables.channel
+      handOff: (names, except) => handOffEach(names, now, except)
     }),
     /** The id and token of each of `ids` that is completed, to tell which of a batch were ours. */
     completedOf: (ids: ReadonlyArray<string>) =>
@@ -265,7 +264,6 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
       leaseName,
       owner: token,
       now,
-      channel: tables.channel,
       handOff
     }),
     defer: (id: string, token: string, now: number, runAt: number, leaseName: string) =>
@@ -286,8 +284,7 @@ export const jobStatements = (dialect: Dialect, tables: TableNames) => {
     handBackParts: (claims: ReadonlyArray<Claim>, now: number): HandBackParts => ({
       tokens: new SqlList(claims.map((c) => c.token)),
       handOff: (names) => handOffEach(names, now),
-      giveBack: giveBackMany(claims, now),
-      channel: tables.channel
+      giveBack: giveBackMany(claims, now)
     }),
     heartbeat: (id: string, token: string, now: number, staleAt: number) =>
       sql`UPDATE ${jobs} SET heartbeat_at = ${now}, stale_at = ${staleAt} WHERE id = ${id} AND status = 'processing' AND claim_token = ${token}`,

@@ -7,7 +7,7 @@
  */
 import { expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Exit, Layer, Logger, LogLevel, Schema, Scope } from "effect"
+import { Effect, Exit, Layer, Logger, LogLevel, Option, Schema, Scope } from "effect"
 import pg from "pg"
 import { type DirectRunner, registerDirect, registeredRunner } from "../src/adapters/sql/direct.ts"
 import { isOwnRing } from "../src/adapters/localWakeups.ts"
@@ -80,33 +80,72 @@ it.live("an enqueue outside a transaction notifies after its insert: another pro
     }))
   ))
 
-it.live("a worker's finishes and hand-offs notify after their statements, never in them", () =>
+/** Makes job `id` wait on `lease` asleep, as a deferral leaves it: a hand-off of the lease wakes it. */
+const asleepOn = (id: string, lease: string) =>
+  Effect.flatMap(JobStore, (store) =>
+    Effect.promise(async () => {
+      const c = new pg.Client({ connectionString: PG_URL })
+      await c.connect()
+      try {
+        await c.query(`UPDATE "${store.tables.jobs}" SET lease_name = $1 WHERE id = $2`, [lease, id])
+      } finally {
+        await c.end()
+      }
+    }))
+
+it.live("a hand-off, and a finish that hands off, notify another process after their statements", () =>
+  withRecorded((texts) =>
+    Effect.scoped(Effect.gen(function*() {
+      const heard = yield* listener
+      const store = yield* JobStore
+      const later = Date.now() + 3_600_000
+      // A hand-off on its own (a release in steps, a deferral that found the lease free).
+      const { id: w1 } = yield* enqueue(OneAtATime, { n: 1 }, { runAt: later })
+      const lease = (yield* Effect.flatMap(store.get(w1), Effect.orDie)).claimLease!
+      yield* asleepOn(w1, lease)
+      let before = heard.length
+      expect(yield* store.handOff(lease, Date.now())).toBe(true)
+      yield* until(() => heard.length > before)
+      // A finish that releases the lease and wakes the next job of the key, in one statement (the
+      // job woken above out of the way: due now, it would be claimed first).
+      expect(yield* store.cancel({ id: w1 }, Date.now())).toBe(1)
+      const { id: a } = yield* enqueue(OneAtATime, { n: 2 })
+      const { id: w2 } = yield* enqueue(OneAtATime, { n: 3 }, { runAt: later })
+      yield* asleepOn(w2, lease)
+      const claimed = (yield* store.claimMany({
+        queues: undefined,
+        host: "h",
+        now: Date.now(),
+        claimToken: crypto.randomUUID(),
+        timeoutCap: undefined,
+        hostCap: undefined
+      }, 10)).filter((j) => j.id === a)
+      expect(claimed).toHaveLength(1)
+      before = heard.length
+      const finished = yield* store.finish({
+        id: a,
+        token: claimed[0]!.claimToken!,
+        now: Date.now(),
+        outcome: { _tag: "Complete" },
+        lease
+      })
+      expect(finished).toEqual({ written: true, lease: "released" })
+      yield* until(() => heard.length > before)
+      expect(Option.map(yield* store.get(w2), (j) => j.runAt < later)).toEqual(Option.some(true))
+      expectNotifyingAlone(texts)
+      expect(texts.some((t) => t.startsWith("WITH done AS"))).toBe(true)
+    }))
+  ))
+
+it.live("a worker's statements never notify in themselves", () =>
   withRecorded((texts) =>
     Effect.scoped(Effect.gen(function*() {
       ran = 0
-      const heard = yield* listener
-      const store = yield* JobStore
-      // A job of the key asleep on its lease, as a deferral leaves it: a hand-off wakes it.
-      const { id } = yield* enqueue(OneAtATime, { n: 0 }, { runAt: Date.now() + 3_600_000 })
-      const lease = (yield* Effect.flatMap(store.get(id), Effect.orDie)).claimLease!
-      yield* Effect.promise(() => {
-        const c = new pg.Client({ connectionString: PG_URL })
-        return c.connect().then(() =>
-          c.query(`UPDATE "${store.tables.jobs}" SET lease_name = $1 WHERE id = $2`, [lease, id]).finally(() => c.end())
-        )
-      })
-      const before = heard.length
-      expect(yield* store.handOff(lease, Date.now())).toBe(true)
-      yield* until(() => heard.length > before)
-      // A worker runs a few jobs of the key, finishing and releasing leases as it goes.
-      for (let n = 1; n <= 5; n++) yield* enqueue(OneAtATime, { n })
+      for (let n = 1; n <= 6; n++) yield* enqueue(OneAtATime, { n })
       const scope = yield* Scope.make()
-      yield* Layer.buildWithScope(Worker.layer({ host: "nt", concurrency: 2, pollInterval: "50 millis" }), scope).pipe(
-        Effect.map((c) => Context.get(c, Worker.WorkerHandle))
-      )
+      yield* Layer.buildWithScope(Worker.layer({ host: "nt", concurrency: 2, pollInterval: "50 millis" }), scope)
       yield* until(() => ran >= 6)
       yield* Scope.close(scope, Exit.void)
       expectNotifyingAlone(texts)
-      expect(texts.some((t) => t.startsWith("WITH done AS"))).toBe(true)
     }))
   ))

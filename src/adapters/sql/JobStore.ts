@@ -77,6 +77,11 @@ export const INSERT_CHUNK_ROWS = 1_000
  * burst costs few statements, few enough that each stays short beside the worker's.
  */
 export const ENQUEUES_TOGETHER = 100
+/**
+ * Most payload bytes of one such statement: far below the smallest packet a server takes by
+ * default (MySQL 5.7's `max_allowed_packet`, 4 MiB), whatever the jobs' sizes.
+ */
+export const ENQUEUE_BYTES_TOGETHER = 1_048_576
 /** Rounds of insert and settle before a key that is neither inserted nor held is a defect. */
 const INSERT_ROUNDS = 4
 
@@ -170,7 +175,7 @@ export const make = (
         ? Effect.map(rows(wakeups.insertManyNotify(s.context, many, tables.channel)), ids)
         : d.updateReports === "rows"
         ? Effect.map(rows(s.insertMany(many)), ids)
-        : Effect.as(changed(s.insertMany(many)), ids(many.filter((j) => j.uniqueKey === j.id)))
+        : Effect.as(write(s.insertMany(many)), ids(many.filter((j) => j.uniqueKey === j.id)))
     }
     const insertJob = (job: NewJob) =>
       retryTransient(dialect, "enqueue", Effect.map(insertSettled([job], insertOne), (r) => r[0]!))
@@ -179,10 +184,18 @@ export const make = (
     const lane = makeEnqueueLane({
       places: enqueueConnections(yield* poolSizeOf(client, dialect)),
       maxTogether: ENQUEUES_TOGETHER,
+      maxBytes: ENQUEUE_BYTES_TOGETHER,
       freeOnNextTurn: dialect.inProcess,
       one: insertJob,
-      together: (many) => retryTransient(dialect, "enqueue", insertSettled(many, insertRowsWith(false)))
-    }, yield* Effect.runtime<never>())
+      together: (many) => retryTransient(dialect, "enqueue", insertSettled(many, insertRowsWith(false))),
+      // The server answered with an error of its own (a code) that is neither a lost connection
+      // nor a deadlock: one row it would not take.
+      refused: (error) => {
+        const cause = causeOf(error)
+        const code = (cause as { readonly code?: unknown } | null | undefined)?.code
+        return typeof code === "string" && !dialect.isDisconnect(cause) && !dialect.isTransient(cause)
+      }
+    })
     // Whether an insert wrote a job due now, so that idle workers elsewhere are worth waking.
     const wroteDue = (many: ReadonlyArray<NewJob>, results: ReadonlyArray<InsertResult>) =>
       results.some((r, i) => !r.duplicate && many[i]!.runAt <= many[i]!.now)

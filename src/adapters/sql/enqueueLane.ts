@@ -10,12 +10,19 @@
  * its share: behind a slow database (a slow disk, a lock other clients queue on) the enqueues'
  * throughput grows with the line instead of the line growing for ever.
  *
- * A statement that fails fails every enqueue it carried, as a group commit does
- * (./batching.ts): the jobs were checked before they came here, so what fails a statement (the
- * database went away) fails each of them alone too.
+ * A statement of several jobs that the database refuses (one row it would not take) is sent again
+ * one job at a time, so that only that job's caller gets the error; one that fails otherwise (the
+ * connection was lost or refused, a deadlock retried past its bound) fails every enqueue it
+ * carried, as a group commit does (./batching.ts), since each of them alone would meet the same.
+ * A statement's jobs are also bounded in bytes (`maxBytes`), so that one never grows past what the
+ * server takes in one packet although each job alone fits.
+ *
+ * Jobs sent together run in the first one's fiber context (its tracer and span, its logger and
+ * log annotations): the statement is traced under the first caller's enqueue.
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import { Effect, Exit, Runtime } from "effect"
+import { Cause, Effect, Exit, Option, Runtime } from "effect"
+import { Buffer } from "node:buffer"
 import type { NewJob } from "../../core/model.ts"
 import { type OneShot, unsafeMakeOneShot } from "../../core/oneShot.ts"
 import type { InsertResult } from "../../ports/JobStore.ts"
@@ -26,6 +33,8 @@ export interface EnqueueLaneOptions {
   readonly places: number
   /** Most jobs of one statement. */
   readonly maxTogether: number
+  /** Most payload bytes of one statement of several jobs (a larger job goes alone). */
+  readonly maxBytes: number
   /**
    * Free a place on the event loop's next turn (`setImmediate`), not when its statement ends: for
    * a database whose statements run on the event loop's own thread (SQLite). There an enqueue
@@ -38,6 +47,8 @@ export interface EnqueueLaneOptions {
   readonly one: (job: NewJob) => Effect.Effect<InsertResult, SqlError>
   /** Inserts several jobs of different callers in one statement: a result per job, in order. */
   readonly together: (jobs: ReadonlyArray<NewJob>) => Effect.Effect<ReadonlyArray<InsertResult>, SqlError>
+  /** Whether the database refused a statement of several jobs for its content: then each goes alone. */
+  readonly refused: (error: SqlError) => boolean
 }
 
 /** The lane of one store. */
@@ -53,6 +64,8 @@ interface Job {
   readonly kind: "job"
   readonly job: NewJob
   readonly done: OneShot<InsertResult, SqlError>
+  /** Its caller's fiber context, which a statement it leads runs in. */
+  readonly runtime: Runtime.Runtime<never>
   state: "waiting" | "taken" | "gone"
 }
 
@@ -63,8 +76,8 @@ interface Alone {
   state: "waiting" | "placed" | "gone"
 }
 
-/** A lane running its statements on the fibers of `runtime` (the store's). */
-export const makeEnqueueLane = (options: EnqueueLaneOptions, runtime: Runtime.Runtime<never>): EnqueueLane => {
+/** A lane for one store. */
+export const makeEnqueueLane = (options: EnqueueLaneOptions): EnqueueLane => {
   let free = Math.max(1, Math.floor(options.places))
   // The line, in order; `head` is its first entry still to look at (shifting per place freed
   // would copy the array). `waiting` counts its entries still waiting.
@@ -72,16 +85,21 @@ export const makeEnqueueLane = (options: EnqueueLaneOptions, runtime: Runtime.Ru
   let head = 0
   let waiting = 0
 
-  // The waiting jobs, oldest first, taken out of the line, at most `maxTogether`.
+  // The jobs waiting at the head of the line, oldest first, up to a batch enqueue waiting behind
+  // them, at most `maxTogether` and `maxBytes` (the first whatever its size), taken out of it.
   const takeJobs = (): Array<Job> => {
     const taken: Array<Job> = []
+    let bytes = 0
     for (let i = head; i < line.length && taken.length < options.maxTogether; i++) {
       const entry = line[i]!
-      if (entry.kind === "job" && entry.state === "waiting") {
-        entry.state = "taken"
-        waiting--
-        taken.push(entry)
-      }
+      if (entry.state !== "waiting") continue
+      if (entry.kind === "alone") break
+      const size = Buffer.byteLength(entry.job.payload)
+      if (taken.length > 0 && bytes + size > options.maxBytes) break
+      bytes += size
+      entry.state = "taken"
+      waiting--
+      taken.push(entry)
     }
     return taken
   }
@@ -109,29 +127,32 @@ export const makeEnqueueLane = (options: EnqueueLaneOptions, runtime: Runtime.Ru
       first.resume?.(Effect.void)
       return
     }
-    Runtime.runFork(runtime, send(takeJobs()))
+    const jobs = takeJobs()
+    Runtime.runFork(jobs[0]!.runtime, send(jobs))
   }
   const release = options.freeOnNextTurn
     ? Effect.sync(() => void setImmediate(freePlace))
     : Effect.sync(freePlace)
 
-  // Jobs taken from the line, in one statement (one alone), each told its own result; then the
-  // place goes on.
+  // Jobs taken from the line, in one statement (or, refused together, one each), each told its
+  // own result; then the place goes on.
+  const alone = (j: Job) =>
+    Effect.flatMap(Effect.exit(options.one(j.job)), (exit) => Effect.sync(() => j.done.complete(exit)))
   const send = (jobs: ReadonlyArray<Job>): Effect.Effect<void> =>
     Effect.ensuring(
-      Effect.map(
-        Effect.exit(
-          jobs.length === 1
-            ? Effect.map(options.one(jobs[0]!.job), (r) => [r])
-            : options.together(jobs.map((j) => j.job))
-        ),
+      jobs.length === 1 ? alone(jobs[0]!) : Effect.flatMap(
+        Effect.exit(options.together(jobs.map((j) => j.job))),
         (exit) =>
-          jobs.forEach((j, i) =>
-            j.done.complete(Exit.flatMap(exit, (results) =>
-              i < results.length
-                ? Exit.succeed(results[i]!)
-                : Exit.die(new Error(`enqueue: ${results.length} results for ${jobs.length} jobs`))))
-          )
+          Exit.isFailure(exit) && Option.exists(Cause.failureOption(exit.cause), options.refused)
+            ? Effect.forEach(jobs, alone, { discard: true })
+            : Effect.sync(() =>
+              jobs.forEach((j, i) =>
+                j.done.complete(Exit.flatMap(exit, (results) =>
+                  i < results.length
+                    ? Exit.succeed(results[i]!)
+                    : Exit.die(new Error(`enqueue: ${results.length} results for ${jobs.length} jobs`))))
+              )
+            )
       ),
       release
     )
@@ -140,23 +161,30 @@ export const makeEnqueueLane = (options: EnqueueLaneOptions, runtime: Runtime.Ru
 
   return {
     insert: (job) =>
-      Effect.uninterruptibleMask((restore) => {
-        if (vacant()) {
-          free--
-          return Effect.ensuring(restore(options.one(job)), release)
-        }
-        const entry: Job = { kind: "job", job, done: unsafeMakeOneShot(), state: "waiting" }
-        line.push(entry)
-        waiting++
-        // Interrupted before its statement took it, it leaves the line; once taken, its row is
-        // written with the others whether or not anyone waits for the answer.
-        return Effect.onInterrupt(restore(entry.done.await), () =>
-          Effect.sync(() => {
-            if (entry.state !== "waiting") return
-            entry.state = "gone"
-            waiting--
-          }))
-      }),
+      Effect.uninterruptibleMask((restore) =>
+        Effect.withFiberRuntime<InsertResult, SqlError>((fiber, status) => {
+          if (vacant()) {
+            free--
+            return Effect.ensuring(restore(options.one(job)), release)
+          }
+          const runtime = Runtime.make({
+            context: fiber.currentContext,
+            runtimeFlags: status.runtimeFlags,
+            fiberRefs: fiber.getFiberRefs()
+          })
+          const entry: Job = { kind: "job", job, done: unsafeMakeOneShot(), runtime, state: "waiting" }
+          line.push(entry)
+          waiting++
+          // Interrupted before its statement took it, it leaves the line; once taken, its row is
+          // written with the others whether or not anyone waits for the answer.
+          return Effect.onInterrupt(restore(entry.done.await), () =>
+            Effect.sync(() => {
+              if (entry.state !== "waiting") return
+              entry.state = "gone"
+              waiting--
+            }))
+        })
+      ),
     alone: (effect) =>
       Effect.uninterruptibleMask((restore) => {
         if (vacant()) {

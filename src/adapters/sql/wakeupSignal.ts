@@ -11,12 +11,20 @@
  * after the commit wakes the same workers, and while one is in flight the writes that follow
  * share the next: at most one notifying commit per store at a time, whatever the rate.
  *
- * A notification is a hint: one that fails (the database went away) is logged at DEBUG and the
- * workers it would have woken find the job at their next poll.
+ * A notification is a hint: one that fails (the database went away) or takes longer than
+ * `NOTIFY_TIMEOUT` (a connection that hangs) is logged at DEBUG and the workers it would have
+ * woken find the job at their next poll. So is one asked for as the process stops, which may
+ * never be sent.
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import { Cause, Effect } from "effect"
+import { Cause, Clock, Duration, Effect } from "effect"
 import { ORIGIN } from "../localWakeups.ts"
+
+/** How long a notification may take before the next one is sent instead. */
+export const NOTIFY_TIMEOUT = Duration.seconds(10)
+
+// Real time whatever Clock the caller has: a notification's wait is the database's, not the app's.
+const liveClock = Clock.make()
 
 /** How a store asks for wake-up notifications. */
 export interface WakeupSignal {
@@ -39,7 +47,11 @@ export const makeWakeupSignal = (notify: (payload: string) => Effect.Effect<unkn
   const sendAll = Effect.gen(function*() {
     while (true) {
       again = false
-      yield* Effect.catchAllCause(notify(ORIGIN), (cause) =>
+      const sent = Effect.timeoutFail(notify(ORIGIN), {
+        duration: NOTIFY_TIMEOUT,
+        onTimeout: () => new Error(`no answer within ${Duration.format(NOTIFY_TIMEOUT)}`)
+      }).pipe(Effect.withClock(liveClock))
+      yield* Effect.catchAllCause(sent, (cause) =>
         Cause.isInterruptedOnly(cause)
           ? Effect.failCause(cause)
           : Effect.logDebug("wake-up notification not sent; idle workers elsewhere look at their next poll", cause))

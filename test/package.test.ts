@@ -1,15 +1,21 @@
 /**
- * The package as a user gets it: `npm pack`, then the tarball installed into an empty project
- * with the SQLite driver only (no pg, no mysql2). From there: a plain `node` ESM script defines
- * a job, enqueues it and runs it to completion; a TypeScript consumer compiles under `tsc`
- * (module NodeNext, strict, no special flags), where a payload of the wrong type must fail; and
- * the installed `leasehold` command answers `--help` and migrates.
+ * The package as a user gets it: `npm pack`, then, in an empty project, README.md's own install
+ * commands run as written (the `sh` blocks after `<!-- install: sqlite -->` and `<!-- install:
+ * cli -->`, `leasehold` standing for the tarball, which is not on the registry), against the
+ * registry. They must install without a conflict or a peer warning, and bring no package that
+ * only the command line uses, nor another database's driver. From there: the README's first job
+ * (the block after `<!-- first-job: … -->`) runs with `npx tsx`; a plain `node` ESM script
+ * defines a job, enqueues it and runs it to completion; a TypeScript consumer compiles under
+ * `tsc` (module NodeNext, strict, no special flags), where a payload of the wrong type must fail;
+ * the `leasehold` command, before its own packages are installed, says which to install, and
+ * after the README's command for them answers `--help` and migrates.
  *
- * Speed: packages come from npm's cache when it has them (`--prefer-offline`), and install
- * scripts are skipped: the one native module, better-sqlite3, gets the binary this repository's
- * own install already built (same version, same Node) instead of a minute of compiling. Once
- * installed, the checks run side by side (each writes files of its own). The TypeScript check is
- * tsc's incremental one, its build info kept between runs (see `TSBUILDINFO`).
+ * Speed: packages come from npm's cache when it has them (`npm_config_prefer_offline`), and
+ * install scripts are skipped (`npm_config_ignore_scripts`; the commands themselves are as
+ * written): the one native module, better-sqlite3, gets the binary this repository's own install
+ * built when the versions match (same Node), else it is rebuilt. Once installed, the checks run
+ * side by side (each writes files of its own). The TypeScript check is tsc's incremental one, its
+ * build info kept between runs (see `TSBUILDINFO`).
  */
 import { execFile } from "node:child_process"
 import {
@@ -48,6 +54,46 @@ const TSBUILDINFO = join(ROOT, "node_modules", ".cache", "leasehold-package-test
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
+const README = readFileSync(join(ROOT, "README.md"), "utf8")
+
+/** The text of the README's block of `lang` right after `<!-- marker -->`. */
+const readmeBlock = (marker: string, lang: string): string => {
+  const at = README.indexOf(`<!-- ${marker} -->\n\`\`\`${lang}\n`)
+  if (at < 0) throw new Error(`README.md has no \`\`\`${lang} block after <!-- ${marker} -->`)
+  const start = README.indexOf("\n", README.indexOf("```", at)) + 1
+  return README.slice(start, README.indexOf("\n```", start) + 1)
+}
+
+/** The README's install commands after `<!-- install: name -->`, one per line, comments dropped. */
+const readmeCommands = (name: string): ReadonlyArray<string> =>
+  readmeBlock(`install: ${name}`, "sh").split("\n").map((l) => l.replace(/\s+#.*$/, "").trim()).filter((l) => l !== "")
+
+/** npm as the README's reader runs it, but from the cache when it can and without install scripts. */
+const npmEnv = {
+  ...process.env,
+  npm_config_prefer_offline: "true",
+  npm_config_ignore_scripts: "true",
+  npm_config_audit: "false",
+  npm_config_fund: "false",
+  npm_config_update_notifier: "false"
+}
+
+/** What npm printed on stderr running the README's commands (conflicts and peer warnings show there). */
+let installOutput = ""
+/** `npm ls` of the app once the library is installed, before the command line's packages. */
+let libraryPackages: ReadonlyArray<string> = []
+/** The command run before its own packages were installed. */
+let withoutCli: { code: number | undefined; stderr: string } = { code: undefined, stderr: "" }
+
+const runReadmeCommands = async (name: string, tarball: string) => {
+  for (const command of readmeCommands(name)) {
+    const [npm, ...args] = command.split(/\s+/).map((arg) => (arg === "leasehold" ? tarball : arg))
+    if (npm !== "npm") throw new Error(`README install command is not npm: ${command}`)
+    const { stderr } = await exec("npm", args, { cwd: consumer, encoding: "utf8", env: npmEnv, timeout: 240_000 })
+    installOutput += `$ ${command}\n${stderr}`
+  }
+}
+
 beforeAll(async () => {
   // dist/ is fresh (the suite's global setup builds it); --ignore-scripts so packing does not
   // rebuild it under the other test files that are using it.
@@ -59,26 +105,30 @@ beforeAll(async () => {
   files = info!.files.map((f) => f.path)
   mkdirSync(consumer)
   writeFileSync(join(consumer, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }))
-  await exec(
-    "npm",
-    [
-      "install",
-      "--prefer-offline",
-      "--no-audit",
-      "--no-fund",
-      "--ignore-scripts",
-      join(dir, info!.filename),
-      `@effect/sql-sqlite-node@${own("@effect/sql-sqlite-node").version}`,
-      `better-sqlite3@${own("better-sqlite3").version}`
-    ],
-    { cwd: consumer, encoding: "utf8", timeout: 170_000 }
+  const tarball = join(dir, info!.filename)
+  await runReadmeCommands("sqlite", tarball)
+  const ls = await exec("npm", ["ls", "--all", "--parseable"], { cwd: consumer, encoding: "utf8" })
+  libraryPackages = ls.stdout.split("\n").map((p) => p.split("node_modules/").pop()!)
+  withoutCli = await exec(join(consumer, "node_modules", ".bin", "leasehold"), ["migrate", "status"], {
+    cwd: consumer,
+    encoding: "utf8",
+    env: { ...process.env, LEASEHOLD_DATABASE_URL: join(consumer, "none.db") }
+  }).then(
+    () => ({ code: 0, stderr: "" }),
+    (e: { code?: number; stderr?: string }) => ({ code: e.code, stderr: e.stderr ?? "" })
   )
-  cpSync(
-    join(ROOT, "node_modules", "better-sqlite3", "build"),
-    join(consumer, "node_modules", "better-sqlite3", "build"),
-    { recursive: true }
-  )
-}, 180_000)
+  await runReadmeCommands("cli", tarball)
+  const installed = JSON.parse(readFileSync(join(consumer, "node_modules", "better-sqlite3", "package.json"), "utf8"))
+  if (installed.version === own("better-sqlite3").version) {
+    cpSync(
+      join(ROOT, "node_modules", "better-sqlite3", "build"),
+      join(consumer, "node_modules", "better-sqlite3", "build"),
+      { recursive: true }
+    )
+  } else {
+    await exec("npm", ["rebuild", "better-sqlite3"], { cwd: consumer, encoding: "utf8", timeout: 240_000 })
+  }
+}, 600_000)
 
 describe("the packed tarball", { timeout: 120_000, concurrent: true }, () => {
   it("holds the compiled build, README, LICENSE and package.json, and nothing else", ({ expect }) => {
@@ -88,12 +138,43 @@ describe("the packed tarball", { timeout: 120_000, concurrent: true }, () => {
     expect(files.some((f) => f.endsWith(".ts") && !f.endsWith(".d.ts"))).toBe(false)
   })
 
-  it("installs without any other database's driver", async ({ expect }) => {
-    const { stdout } = await exec("npm", ["ls", "--all", "--parseable"], { cwd: consumer, encoding: "utf8" })
-    const installed = stdout.split("\n").map((p) => p.split("node_modules/").pop())
-    for (const absent of ["pg", "@effect/sql-pg", "mysql2", "@effect/sql-mysql2", "tsx"]) {
-      expect(installed).not.toContain(absent)
+  it("installs by the README's commands without a conflict or a peer warning", ({ expect }) => {
+    expect(installOutput).not.toMatch(/ERESOLVE|overriding peer dependency|Could not resolve|conflicting peer/i)
+  })
+
+  it("brings neither another database's driver nor a package only the command line uses", ({ expect }) => {
+    expect(libraryPackages).toContain("better-sqlite3")
+    for (
+      const absent of [
+        "pg",
+        "@effect/sql-pg",
+        "mysql2",
+        "@effect/sql-mysql2",
+        "@effect/cli",
+        "@effect/platform-node",
+        "@effect/cluster",
+        "@effect/rpc",
+        "@effect/workflow",
+        "@parcel/watcher"
+      ]
+    ) {
+      expect(libraryPackages).not.toContain(absent)
     }
+  })
+
+  it("publishes no install script and no declaration map", ({ expect }) => {
+    const manifest = JSON.parse(readFileSync(join(consumer, "node_modules", "leasehold", "package.json"), "utf8"))
+    for (const script of ["preinstall", "install", "postinstall", "prepare"]) {
+      expect(manifest.scripts?.[script]).toBeUndefined()
+    }
+    expect(files.some((f) => f.endsWith(".d.ts.map"))).toBe(false)
+  })
+
+  it("runs the README's first job with npx tsx", async ({ expect }) => {
+    writeFileSync(join(consumer, "first-job.ts"), readmeBlock("first-job: first-job.ts", "ts"))
+    const { stdout } = await exec("npx", ["tsx", "first-job.ts"], { cwd: consumer, encoding: "utf8", env: npmEnv })
+    expect(stdout).toMatch(/welcome [0-9a-f-]{36}/)
+    expect(stdout).toMatch(/processed\W+1\b/)
   })
 
   it("runs a job to completion from a plain node ESM script", async ({ expect }) => {
@@ -183,7 +264,16 @@ export const main = async () => {
     expect(result.code).toBe(0)
   })
 
-  it("the installed command answers --help and migrates", async ({ expect }) => {
+  it("the command says which packages to install until they are", ({ expect }) => {
+    expect(withoutCli.code).toBe(1)
+    expect(withoutCli.stderr).toBe(
+      `leasehold: the command line's packages are not installed (cannot load @effect/cli): ${
+        readmeCommands("cli")[0]
+      }\n`
+    )
+  })
+
+  it("with the README's command for its packages, the command answers --help and migrates", async ({ expect }) => {
     const bin = join(consumer, "node_modules", ".bin", "leasehold")
     const help = await exec(bin, ["--help"], { cwd: consumer, encoding: "utf8" })
     expect(help.stdout).toMatch(/migrate/)
@@ -203,7 +293,7 @@ export const main = async () => {
       env: { ...process.env, LEASEHOLD_DATABASE_URL: "postgres://nobody@127.0.0.1:1/none" }
     }).then(() => undefined, (e: { code?: number; stderr?: string }) => e)
     expect(failed?.code).not.toBe(0)
-    expect(failed?.stderr).toMatch(/PostgreSQL driver is not installed.*npm install pg @effect\/sql-pg/)
+    expect(failed?.stderr).toMatch(/PostgreSQL driver is not installed.*npm install pg@\^8 @effect\/sql-pg@\^0\.53/)
     expect(failed?.stderr).not.toMatch(/\n\s+at /)
   })
 })

@@ -9,8 +9,13 @@
  * 20, most of the time a help page takes). The pages are the live CLI's own output: the CLI tests (test/support/cli.ts)
  * generate them and fail when one differs from what the live CLI prints (`npx vitest run
  * test/cli-sqlite.test.ts -u` rewrites the file). Anything else runs the CLI (./main.ts).
+ *
+ * The command's own packages (@effect/cli, @effect/platform-node, …) are optional peer
+ * dependencies: an app installs them only to use the command (src/core/install.ts). Without them,
+ * the command says which to install, in one line, and exits with status 1.
  */
 import module from "node:module"
+import { CLI_PACKAGES, installCommand, packageName } from "../core/install.ts"
 import { fastHelp } from "./fastHelp.ts" // Node 22.1+ keeps the compiled code of the modules the CLI loads between runs (tsc does the
  // same); Node 20 has no such cache, and the call is skipped.
 ;(module as { enableCompileCache?: () => unknown }).enableCompileCache?.()
@@ -21,6 +26,18 @@ const text = await fastHelp(argv, process.stdout, process.env)
 if (text !== undefined) {
   process.stdout.write(text)
 } else {
-  const { run } = await import("./main.ts")
-  run(argv)
+  const main = await import("./main.ts").catch((e: unknown) => {
+    const error = e as { readonly code?: unknown; readonly message?: unknown } | null
+    const missing = /Cannot find (?:package|module) '([^']+)'/.exec(String(error?.message))?.[1]
+    const isOurs = CLI_PACKAGES.some((spec) =>
+      missing === packageName(spec) || missing?.startsWith(`${packageName(spec)}/`)
+    )
+    if (error?.code !== "ERR_MODULE_NOT_FOUND" || !isOurs) throw e
+    process.stderr.write(
+      `leasehold: the command line's packages are not installed (cannot load ${missing}): ` +
+        `${installCommand(CLI_PACKAGES, true)}\n`
+    )
+    process.exit(1)
+  })
+  main.run(argv)
 }

@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import { existsSync } from "node:fs"
 import { resolve } from "node:path"
 import { pathToFileURL } from "node:url"
+import { installCommand, TSX_PACKAGE } from "../core/install.ts"
 import type { AnyJobType } from "../runtime/Job.ts"
 import { CliError, rootMessage } from "./format.ts"
 
@@ -49,7 +50,7 @@ const prepareTypeScript = (module: string): Effect.Effect<void, CliError> =>
         : Effect.fail(
           new CliError({
             message: `job module ${module} is TypeScript, which node ${process.version} cannot import by itself: ` +
-              "install tsx (npm install --save-dev tsx) or compile the module to JavaScript"
+              `install tsx (${installCommand([TSX_PACKAGE], true)}) or compile the module to JavaScript`
           })
         ))
   )

@@ -3,6 +3,7 @@
  * define them and adapters and runtime may raise them.
  */
 import { Data } from "effect"
+import { DRIVER_PACKAGES, installCommand } from "./install.ts"
 
 /** A lease name, owner, host or time that the lock table cannot hold; nothing was written. */
 export class LeaseInputError extends Data.TaggedError("LeaseInputError")<{
@@ -262,7 +263,7 @@ export class WorkerConfigError extends Data.TaggedError("WorkerConfigError")<{
  * when that database is used, so an app installs just its own (README, "Install").
  */
 export class DriverNotInstalledError extends Data.TaggedError("DriverNotInstalledError")<{
-  readonly database: "PostgreSQL" | "MySQL/MariaDB" | "SQLite"
+  readonly database: keyof typeof DRIVER_PACKAGES
   /** What to install, e.g. `["pg", "@effect/sql-pg"]`. */
   readonly packages: ReadonlyArray<string>
   /** The module that could not be loaded. */
@@ -270,7 +271,7 @@ export class DriverNotInstalledError extends Data.TaggedError("DriverNotInstalle
 }> {
   override get message() {
     return `the ${this.database} driver is not installed (cannot load ${this.missing}): ` +
-      `npm install ${this.packages.join(" ")}`
+      installCommand(DRIVER_PACKAGES[this.database] ?? this.packages)
   }
 }
 

@@ -1,7 +1,8 @@
 /**
  * The dashboard without a browser (the browser test is test/dashboard-browser.test.ts): the
- * escaping tag, the token rule for actions, bad input, mounting under a path (Express's
- * `req.baseUrl`), and `leasehold dashboard` serving until it is interrupted.
+ * escaping tag, the token rule for actions, bad input, a job's running attempt, the 503 page on
+ * tables never migrated (each database), mounting under a path (Express's `req.baseUrl`), and
+ * `leasehold dashboard` serving until it is interrupted.
  */
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -13,13 +14,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { memoryDatabaseLayer } from "../src/adapters/memory/database.ts"
 import { memoryJobInsightsLayer } from "../src/adapters/memory/JobInsights.ts"
 import { memoryJobStoreLayer } from "../src/adapters/memory/JobStore.ts"
+import { clientLayerForUrl } from "../src/adapters/clients.ts"
 import { runInProcess } from "../src/cli/main.ts"
-import { type DashboardRequest, handle, nodeHandler } from "../src/dashboard.ts"
+import { type DashboardRequest, handle, nodeHandler, servicesLayer } from "../src/dashboard.ts"
 import { escapeHtml, html } from "../src/dashboard/html.ts"
 import { JobStore } from "../src/JobStore.ts"
 import * as Migrator from "../src/runtime/migrate.ts"
 import { MemoryDatabase } from "../src/adapters/memory/database.ts"
 import { DEAD_ID, fixedClock, seed, XSS, XSS_ID } from "./support/dashboard.ts"
+import { MYSQL_URL, PG_URL, uniquePrefix } from "./support/urls.ts"
 import { Clock } from "effect"
 
 const services = Layer.mergeAll(memoryJobStoreLayer(), memoryJobInsightsLayer()).pipe(
@@ -39,6 +42,9 @@ const request = (method: string, url: string, headers: Record<string, string> = 
   header: (name) => headers[name]
 })
 const serve = (req: DashboardRequest, token?: string) => runtime.runPromise(handle({ base: "", token })(req))
+/** A field of a job's page, as text. */
+const field = (body: string, name: string) =>
+  new RegExp(`<dt>${name}</dt><dd>(.*?)</dd>`).exec(body)?.[1]?.replace(/<[^>]+>/g, "")
 
 describe("html", () => {
   it("escapes every interpolated value, in text and in attributes, and keeps its own markup", () => {
@@ -96,6 +102,11 @@ describe("the handler", () => {
     expect(hostile[0]![6]).toBe(escapeHtml(XSS.error))
     const pending = (await serve(request("GET", "/jobs/00000000-0000-4000-8000-000000000071"))).body
     expect(pending).toContain("No attempt has ended yet.")
+    // A processing job: its running attempt (number, claimed when, by which host), beside its claim.
+    const running = (await serve(request("GET", "/jobs/00000000-0000-4000-8000-000000000063"))).body
+    expect(rows(running)).toEqual([["1", "12s ago", "–", "running for 12s", "running", "worker-b", "–"]])
+    expect(field(running, "claimed by")).toBe("worker-b")
+    expect(field(running, "claim token")).toBe("token-000000000063")
   })
 
   it("lists the schedules by name: cron, time zone, catch-up, last and next slot, a missed one due", async () => {
@@ -207,6 +218,11 @@ describe("the handler", () => {
     expect(ok.status).toBe(200)
     expect(JSON.parse(ok.body)).toEqual({ message: `job ${DEAD_ID} is pending again` })
     expect(await status()).toBe("pending")
+    // Pending again, its row still names its last attempt's host: not shown as a claim.
+    expect(await runtime.runPromise(Effect.flatMap(JobStore, (s) => s.get(DEAD_ID)))).toMatchObject({
+      value: { claimedBy: "worker-b" }
+    })
+    expect(field((await serve(request("GET", `/jobs/${DEAD_ID}`))).body, "claimed by")).toBe("–")
     // Twice is a conflict: it is no longer dead.
     expect((await serve(request("POST", retry, { "x-leasehold-token": "t" }), "t")).status).toBe(409)
   })
@@ -292,6 +308,41 @@ describe("the handler", () => {
     expect(await post("/leases/NightlyReport/clear")).toMatchObject({ status: 409 })
     expect((await post(`/leases/${encodeURIComponent(XSS.lease)}/clear`)).status).toBe(200)
     expect(await post(`/leases/${encodeURIComponent(XSS.lease)}/clear`)).toMatchObject({ status: 404 })
+  })
+})
+
+describe("on tables that were never migrated", () => {
+  const dir = mkdtempSync(join(tmpdir(), "leasehold-dash-unmigrated-"))
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+  // Nothing is created under these prefixes: nothing to drop after.
+  const databases = [
+    { name: "sqlite", url: () => join(dir, "empty.db") },
+    { name: "postgres", url: () => PG_URL },
+    { name: "mysql", url: () => MYSQL_URL }
+  ]
+
+  it.each(databases)("every page answers 503 saying how to migrate, every action 503 ($name)", async ({ url }) => {
+    const prefix = uniquePrefix("unmigrated")
+    const bare = ManagedRuntime.make(Layer.provide(servicesLayer(prefix), clientLayerForUrl(url())))
+    try {
+      const answer = (req: DashboardRequest) => bare.runPromise(handle({ base: "", token: "t" })(req))
+      for (const path of ["/", "/jobs", "/jobs?status=failed", `/jobs/${DEAD_ID}`, "/leases", "/hosts", "/schedules"]) {
+        const res = await answer(request("GET", path))
+        expect({ path, status: res.status }).toEqual({ path, status: 503 })
+        expect(res.body).toContain("<h1>Tables missing</h1>")
+        expect(res.body).toMatch(new RegExp(`leasehold's tables \\(prefix ${prefix}\\) are missing: .*${prefix}`))
+        expect(res.body).toContain(`<code>leasehold migrate --prefix ${prefix}</code>`)
+        expect(res.body).toContain(`<code>Migrator.make({ prefix: &quot;${prefix}&quot; }).run</code>`)
+        expect(res.body).not.toContain("Failed to prepare statement")
+      }
+      const post = await answer(request("POST", "/leases/x/clear", { "x-leasehold-token": "t" }))
+      expect(post.status).toBe(503)
+      expect(JSON.parse(post.body).error).toMatch(
+        new RegExp(`^leasehold's tables \\(prefix ${prefix}\\) are missing \\(.*\\): run the migrations first`)
+      )
+    } finally {
+      await bare.dispose()
+    }
   })
 })
 

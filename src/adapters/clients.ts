@@ -7,27 +7,9 @@ import type { SqlClient } from "@effect/sql"
 import type { SqliteClient } from "@effect/sql-sqlite-node"
 import { Effect, Layer } from "effect"
 import { DriverNotInstalledError, UnsupportedDatabaseUrlError } from "../core/errors.ts"
+import { isMysqlUrl, isPostgresUrl, sqliteFilename, unsupportedScheme } from "./databaseUrls.ts"
 
-/** Whether a URL names a PostgreSQL database (`postgres://` or `postgresql://`). */
-export const isPostgresUrl = (url: string): boolean => /^postgres(ql)?:\/\//.test(url)
-/** Whether a URL names a MySQL/MariaDB database (`mysql://` or `mariadb://`). */
-export const isMysqlUrl = (url: string): boolean => /^(mysql|mariadb):\/\//.test(url)
-
-/**
- * The scheme of a URL that names no database leasehold knows (`postgress://…`), or undefined:
- * anything of the form `scheme://` other than postgres, postgresql, mysql, mariadb, sqlite and
- * file. A plain path (even `C:\x.db`) has no `://` and is an SQLite file.
- */
-export const unsupportedScheme = (url: string): string | undefined => {
-  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(url)?.[1]
-  return scheme === undefined || /^(postgres|postgresql|mysql|mariadb|sqlite|file)$/.test(scheme) ? undefined : scheme
-}
-
-/** The SQLite file a URL names (`sqlite:` and `file:` prefixes removed), or undefined for a server URL. */
-export const sqliteFilename = (url: string): string | undefined =>
-  isPostgresUrl(url) || isMysqlUrl(url) || unsupportedScheme(url) !== undefined
-    ? undefined
-    : url.replace(/^sqlite:(\/\/)?/, "").replace(/^file:/, "")
+export { isMysqlUrl, isPostgresUrl, sqliteFilename, unsupportedScheme } from "./databaseUrls.ts"
 
 /** What each database needs installed: its Effect client and the driver under it. */
 const POSTGRES = { database: "PostgreSQL", packages: ["pg", "@effect/sql-pg"] } as const

@@ -10,13 +10,15 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { existsSync } from "node:fs"
-import { clientLayerForUrl, sqliteFilename, unsupportedScheme } from "../adapters/clients.ts"
+import { clientLayerForUrl } from "../adapters/clients.ts"
 import * as SqlJobStore from "../adapters/sql/JobStore.ts"
 import { maskCredentials } from "../core/credentials.ts"
 import type { JobLeases, JobStore } from "../ports/JobStore.ts"
 import type { ScheduleStore } from "../ports/ScheduleStore.ts"
+import { schemaGap, schemaGapMessage } from "../dashboard/unmigrated.ts"
 import * as Leasehold from "../runtime/Leasehold.ts"
 import { errorChain } from "../adapters/schemaErrors.ts"
+import { databaseTarget } from "./databaseUrl.ts"
 import { CliError, rootMessage } from "./format.ts"
 
 const connectFailed = (url: string) => (e: unknown) =>
@@ -32,21 +34,15 @@ export interface Access {
 }
 
 /**
- * The URL checked before anything connects: an unknown `scheme://` (a typo such as
- * `postgress://`) is refused, and so is a missing SQLite file unless `access.create`.
+ * The URL checked before anything connects (./databaseUrl.ts): a typo of a server URL, an unknown
+ * `scheme://` or a bare word is refused, and so is a missing SQLite file unless `access.create`.
  */
 const checkUrl = (url: string, access: Access): Effect.Effect<void, CliError> => {
-  const scheme = unsupportedScheme(url)
-  if (scheme !== undefined) {
-    return Effect.fail(
-      new CliError({
-        message: `--database-url: unknown scheme "${scheme}://" in ${maskCredentials(url)}; use postgres://, ` +
-          "postgresql://, mysql://, mariadb://, sqlite:, file:, or a plain file path"
-      })
-    )
-  }
-  const file = sqliteFilename(url)
-  if (access.create || file === undefined || file === "" || file === ":memory:" || existsSync(file)) return Effect.void
+  const target = databaseTarget(url)
+  if (target._tag === "Refused") return Effect.fail(new CliError({ message: target.message }))
+  if (target._tag === "Server") return Effect.void
+  const file = target.file
+  if (access.create || file === "" || file === ":memory:" || existsSync(file)) return Effect.void
   return Effect.fail(
     new CliError({
       message: `the SQLite database file ${file} does not exist (check --database-url or LEASEHOLD_DATABASE_URL; ` +
@@ -96,7 +92,7 @@ class Permanent {
  * to wait for: it fails at once.
  */
 export const workerDatabaseLayer = (url: string): Layer.Layer<SqlClient, CliError> => {
-  if (sqliteFilename(url) !== undefined) return databaseLayer(url, { create: true })
+  if (databaseTarget(url)._tag !== "Server") return databaseLayer(url, { create: true })
   const attempt = Layer.catchAll(
     clientLayerForUrl(url),
     (e) => isPermanentConnectError(e) ? Layer.die(new Permanent(e)) : Layer.fail(e)
@@ -115,7 +111,9 @@ export const workerDatabaseLayer = (url: string): Layer.Layer<SqlClient, CliErro
 
 /**
  * Runs `effect` with the store services under `prefix`, on the database at `databaseUrl`;
- * `access` says whether a missing SQLite file may be created.
+ * `access` says whether a missing SQLite file may be created. Tables that are not there (or
+ * older than the code) fail it with one line saying so and how to run the migrations
+ * (src/dashboard/unmigrated.ts), whatever the command read or wrote.
  */
 export const withStore = <A, E, R>(
   c: { readonly databaseUrl: string; readonly prefix: string },
@@ -125,4 +123,7 @@ export const withStore = <A, E, R>(
   Effect.provide(
     effect,
     SqlJobStore.layer({ prefix: c.prefix }).pipe(Layer.provideMerge(databaseLayer(c.databaseUrl, access)))
-  )
+  ).pipe(Effect.mapError((e) => {
+    const gap = e instanceof CliError ? undefined : schemaGap(e)
+    return gap === undefined ? e : new CliError({ message: schemaGapMessage(gap, c.prefix) })
+  }))

@@ -128,7 +128,7 @@ const databaseUrl = text(
   "database-url",
   "url",
   "The database: postgres://… or postgresql://… (PostgreSQL), mysql://… or mariadb://… " +
-    "(MySQL/MariaDB), or an SQLite file (a path, sqlite:<path> or file:<path>).",
+    "(MySQL/MariaDB), or an SQLite file (a path such as ./jobs.db, sqlite:<name> or file:<name>).",
   { default: "./leasehold.db", env: "LEASEHOLD_DATABASE_URL" }
 ).pipe(
   Options.withFallbackConfig(Config.string("LEASEHOLD_DATABASE_URL")),

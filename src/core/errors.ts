@@ -112,7 +112,9 @@ export class CancelFilterError extends Data.TaggedError("CancelFilterError")<{
   readonly reason: string
 }> {
   override get message() {
-    return `invalid cancel filter ${this.field}: ${this.reason}`
+    return this.field === "filter"
+      ? `invalid cancel filter: ${this.reason}`
+      : `invalid cancel filter: ${this.field} ${this.reason}`
   }
 }
 
@@ -263,7 +265,7 @@ export class WorkerConfigError extends Data.TaggedError("WorkerConfigError")<{
  * when that database is used, so an app installs just its own (README, "Install").
  */
 export class DriverNotInstalledError extends Data.TaggedError("DriverNotInstalledError")<{
-  readonly database: keyof typeof DRIVER_PACKAGES
+  readonly database: DatabaseKind
   /** What to install, e.g. `["pg", "@effect/sql-pg"]`. */
   readonly packages: ReadonlyArray<string>
   /** The module that could not be loaded. */
@@ -272,6 +274,34 @@ export class DriverNotInstalledError extends Data.TaggedError("DriverNotInstalle
   override get message() {
     return `the ${this.database} driver is not installed (cannot load ${this.missing}): ` +
       installCommand(DRIVER_PACKAGES[this.database] ?? this.packages)
+  }
+}
+
+/** The databases leasehold runs on, as its messages name them. */
+export type DatabaseKind = "PostgreSQL" | "MySQL/MariaDB" | "SQLite"
+
+/** The layer each database is reached through, and what it takes. */
+const LAYER_OF: Record<DatabaseKind, { readonly layer: string; readonly takes: string }> = {
+  PostgreSQL: { layer: "Postgres.layer", takes: "a postgres:// or postgresql:// URL" },
+  "MySQL/MariaDB": { layer: "Mysql.layer", takes: "a mysql:// or mariadb:// URL" },
+  SQLite: { layer: "Sqlite.layer", takes: "a file name (or :memory:)" }
+}
+
+/**
+ * A database URL given to the layer of another database (`Postgres.layer({ url: "mysql://…" })`,
+ * `Sqlite.layer({ filename: "postgres://…" })`): refused before anything connects. `url` has its
+ * password masked; `found` is the database it names, or what its scheme is.
+ */
+export class DatabaseUrlMismatchError extends Data.TaggedError("DatabaseUrlMismatchError")<{
+  readonly expected: DatabaseKind
+  readonly url: string
+  readonly found: string
+}> {
+  override get message() {
+    const wanted = LAYER_OF[this.expected]
+    const other = LAYER_OF[this.found as DatabaseKind] as (typeof LAYER_OF)[DatabaseKind] | undefined
+    return `${wanted?.layer ?? this.expected} needs ${wanted?.takes ?? `a ${this.expected} URL`}, but ` +
+      `${this.url} names ${this.found}${other === undefined ? "" : `: use ${other.layer} for it`}`
   }
 }
 

@@ -91,7 +91,7 @@ export const clearLease = (name: string) =>
   Effect.gen(function*() {
     const leases = yield* JobLeases
     const now = yield* Clock.currentTimeMillis
-    const row = (yield* leases.tableExists) ? yield* leases.read(name) : Option.none()
+    const row = yield* leases.read(name)
     if (Option.isNone(row)) return yield* Effect.fail(new ActionError(404, `no lease named ${JSON.stringify(name)}`))
     if (!isExpired(row.value.expiresAt, now)) {
       return yield* Effect.fail(

@@ -11,13 +11,15 @@ import type { SqlError } from "@effect/sql/SqlError"
 import type { JobInsights } from "../ports/JobInsights.ts"
 import type { LeaseError } from "../ports/LeaseLock.ts"
 import * as Metrics from "../runtime/metrics.ts"
-import type { JobLeases, JobStore } from "../ports/JobStore.ts"
+import { type JobLeases, JobStore } from "../ports/JobStore.ts"
 import type { ScheduleStore } from "../ports/ScheduleStore.ts"
 import { ActionError, cancelJob, clearLease, discardJob, drainHost, resumeHost, retryJob } from "./actions.ts"
 import { CSS, FRAGMENT_HEADER, JS, TOKEN_HEADER } from "./assets.ts"
 import { html } from "./html.ts"
+import { job } from "./jobPage.ts"
 import * as Pages from "./pages.ts"
-import { type Page, type PageContext, PageError } from "./pages.ts"
+import { gapState, migrateHow, type SchemaGap, schemaGap, schemaGapMessage } from "./unmigrated.ts"
+import { type Page, type PageContext, PageError } from "./parts.ts"
 
 /** What the dashboard reads and writes through. */
 export type DashboardServices = JobStore | JobLeases | ScheduleStore | JobInsights
@@ -103,6 +105,35 @@ const errorPage = (status: number, message: string): Page => ({
   }</h1><p class="error">${message}</p>`
 })
 
+/**
+ * The page every path answers with while leasehold's tables are missing (or older than the code):
+ * what is wrong in the driver's words, and how to run the migrations.
+ */
+const unmigratedPage = (gap: SchemaGap, prefix: string): Page => {
+  const how = migrateHow(prefix)
+  const title = gap.missing === "table" ? "Tables missing" : "Tables out of date"
+  return {
+    title,
+    body: html`<h1>${title}</h1><p class="error">leasehold's tables (prefix ${prefix}) ${
+      gapState(gap)
+    }: ${gap.detail}.</p>
+<p>Run the migrations, then reload this page: <code>${how.command}</code> on the command line (with this database in
+<code>--database-url</code> or <code>LEASEHOLD_DATABASE_URL</code>), or <code>${how.code}</code> from code. A worker started
+with <code>leasehold worker</code> runs them as it starts.</p>`
+  }
+}
+
+/**
+ * A route's failure that shows leasehold's tables missing, answered by `render` with the gap and
+ * the table prefix; any other failure goes on as it was.
+ */
+const whenUnmigrated = <A>(render: (gap: SchemaGap, prefix: string) => A) => (cause: Cause.Cause<unknown>) => {
+  const gap = schemaGap(Cause.squash(cause))
+  return gap === undefined
+    ? Effect.failCause(cause)
+    : Effect.map(JobStore, (store) => render(gap, store.tables.prefix))
+}
+
 /** Whether `given` is the token, compared in constant time (over digests, so lengths do not leak). */
 const tokenMatches = (token: string, given: string | undefined): boolean =>
   given !== undefined &&
@@ -128,7 +159,7 @@ const pageFor = (ctx: PageContext, path: string, params: URLSearchParams): Route
   if (path === "/schedules") return Pages.schedules(ctx)
   const one = /^\/jobs\/([^/]+)$/.exec(path)
   const id = one === null ? undefined : segment(one[1]!)
-  return id === undefined ? undefined : Pages.job(ctx, id)
+  return id === undefined ? undefined : job(ctx, id)
 }
 
 /** Which action a POST path asks for. */
@@ -185,6 +216,7 @@ export const handle = (options: AppOptions) => {
           (e): e is PageError => e instanceof PageError,
           (e) => Effect.succeed(render(e.status, errorPage(e.status, e.message)))
         ),
+        Effect.catchAllCause(whenUnmigrated((gap, prefix) => render(503, unmigratedPage(gap, prefix)))),
         Effect.catchAllCause(unexpected((message) => render(500, errorPage(500, message))))
       )
     }
@@ -211,6 +243,7 @@ export const handle = (options: AppOptions) => {
         (e) => Effect.succeed(json(e.status, { error: e.message }))
       ),
       Effect.catchTag("LeaseInputError", (e) => Effect.succeed(json(400, { error: e.message }))),
+      Effect.catchAllCause(whenUnmigrated((gap, prefix) => json(503, { error: schemaGapMessage(gap, prefix) }))),
       Effect.catchAllCause(unexpected((message) => json(500, { error: message })))
     )
   }

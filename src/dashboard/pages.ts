@@ -1,84 +1,38 @@
 /**
  * The dashboard's pages: each reads what it shows through the ports and renders it with `html`
  * (./html.ts), which escapes every value. Pages return the content of `<main>`; ./app.ts puts it
- * in the layout (or sends it alone for a live refresh).
+ * in the layout (or sends it alone for a live refresh). A job's own page is ./jobPage.ts; what
+ * pages share is ./parts.ts.
  */
 import { Clock, Effect, Option } from "effect"
 import { MINUTE_MS, minuteOf } from "../core/browse.ts"
-import { type AttemptOutcome, MAX_HISTORY } from "../core/history.ts"
 import { MAX_LOST_LEASES, RECENT_LOST_LEASES } from "../core/lostLeases.ts"
 import { isDraining, isGone } from "../core/hosts.ts"
 import { JOB_STATUSES, type JobStatus } from "../core/jobs.ts"
-import { isExpired, type LeaseRow } from "../core/lease.ts"
-import type { JobRow } from "../core/model.ts"
+import { isExpired } from "../core/lease.ts"
 import { type ActivityMinute, JobInsights, type JobCursor } from "../ports/JobInsights.ts"
 import { JobLeases, JobStore } from "../ports/JobStore.ts"
 import { ScheduleStore } from "../ports/ScheduleStore.ts"
-import { duration, iso, relative } from "./format.ts"
-import { Html, html, type Part, raw } from "./html.ts"
-
-/** A page's title and the content of its `<main>`; `refresh`: poll for a fresh `<main>` every so many ms. */
-export interface Page {
-  readonly title: string
-  readonly body: Html
-  readonly refresh?: number | undefined
-}
-
-/** What a page needs to know about where it is served and what it may offer. */
-export interface PageContext {
-  /** The path the dashboard is mounted at ("" at the root), for links. */
-  readonly base: string
-  /** Whether actions are enabled (a token is configured). */
-  readonly actions: boolean
-}
-
-/** A request the dashboard cannot serve as asked: a 400 or 404 page with one line saying why. */
-export class PageError {
-  constructor(readonly status: 400 | 404, readonly message: string) {}
-}
+import { duration, iso } from "./format.ts"
+import { type Html, html, type Part } from "./html.ts"
+import {
+  actionButton,
+  jobLink,
+  leaseTable,
+  type Page,
+  type PageContext,
+  PageError,
+  readLeases,
+  REFRESH_MS,
+  statusBadge,
+  table,
+  when
+} from "./parts.ts"
 
 /** Jobs per page of the jobs list. */
 export const PAGE_SIZE = 50
 
 const ACTIVITY_MINUTES = 60
-
-/** The live refresh of the pages that change by themselves, in ms. */
-const REFRESH_MS = 5000
-
-/** A time, relative to now, with the exact time in its tooltip. */
-const when = (at: number | null, now: number): Html =>
-  at === null ?
-    html`<span class="none">–</span>` :
-    html`<time datetime="${iso(at)}" title="${iso(at)}">${relative(at, now)}</time>`
-
-const statusBadge = (status: string): Html => html`<span class="status status-${status}">${status}</span>`
-
-const table = (head: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<Part>>, empty: string): Html =>
-  rows.length === 0
-    ? html`<p class="empty">${empty}</p>`
-    : html`<table><thead><tr>${head.map((h) => html`<th>${h}</th>`)}</tr></thead><tbody>${
-      rows.map((r) => html`<tr>${r.map((c) => html`<td>${c}</td>`)}</tr>`)
-    }</tbody></table>`
-
-/**
- * A POST button for an action (./app.ts checks the token); nothing when actions are off.
- * `confirm`: a question to confirm first; `after`: the page to go to once it succeeded (when
- * the current one no longer exists), else the current page is refreshed.
- */
-const actionButton = (
-  ctx: PageContext,
-  path: string,
-  label: string,
-  options: { readonly confirm?: string; readonly after?: string } = {}
-): Html =>
-  ctx.actions
-    ? html`<button type="button" class="action" data-action="${ctx.base}${path}"${
-      options.confirm === undefined ? "" : html` data-confirm="${options.confirm}"`
-    }${options.after === undefined ? "" : html` data-after="${ctx.base}${options.after}"`}>${label}</button>`
-    : html``
-
-const jobLink = (ctx: PageContext, id: string): Html =>
-  html`<a class="mono" href="${ctx.base}/jobs/${encodeURIComponent(id)}">${id}</a>`
 
 // ---------------------------------------------------------------------------------------------
 // Overview
@@ -131,7 +85,7 @@ export const overview = (ctx: PageContext) =>
       insights.activity(from),
       insights.oldestDue(now),
       store.listHosts,
-      Effect.flatMap(leases.tableExists, (exists) => (exists ? leases.list : Effect.succeed([])))
+      leases.list
     ])
     const queues = [...new Set(counts.map((c) => c.queue))]
     const count = (queue: string, status: JobStatus) =>
@@ -272,154 +226,6 @@ export const jobs = (ctx: PageContext, q: JobsQuery) =>
       q.after === undefined ? "" : html`<a href="${jobsHref(ctx, { ...q, after: undefined })}">« Newest</a>`
     }${next === undefined ? "" : html`<a rel="next" href="${jobsHref(ctx, { ...q, after: next })}">Older »</a>`}</nav>`
     return { title: "Jobs", body: html`<h1>Jobs</h1>${filters}${body}${pager}` } satisfies Page
-  })
-
-// ---------------------------------------------------------------------------------------------
-// Job
-
-/** A payload as indented JSON when it parses, else as stored. */
-const pretty = (payload: string): string => {
-  try {
-    return JSON.stringify(JSON.parse(payload), null, 2)
-  } catch {
-    return payload
-  }
-}
-
-const leaseTable = (ctx: PageContext, rows: ReadonlyArray<LeaseRow>, now: number, empty: string) =>
-  table(
-    ["name", "owner", "host", "acquired", "expires", ""],
-    rows.map((l) => [
-      html`<span class="mono">${l.name}</span>`,
-      html`<span class="mono">${l.owner}</span>`,
-      l.host,
-      when(l.acquiredAt, now),
-      isExpired(l.expiresAt, now)
-        ? html`<span class="expired">expired ${duration(now - l.expiresAt)} ago</span>`
-        : html`in ${duration(l.expiresAt - now)}`,
-      isExpired(l.expiresAt, now)
-        ? actionButton(
-          ctx,
-          `/leases/${encodeURIComponent(l.name)}/clear`,
-          "Clear",
-          { confirm: `Clear the expired lease ${l.name}?` }
-        )
-        : ""
-    ]),
-    empty
-  )
-
-const outcomeBadge: Record<AttemptOutcome, string> = {
-  completed: "completed",
-  failed: "failed",
-  dead: "failed",
-  interrupted: "interrupted",
-  cancelled: "cancelled"
-}
-
-/** The job's last attempts (its history column, src/core/history.ts), newest first. */
-const history = (r: JobRow, now: number): Html =>
-  html`${
-    r.history.length < MAX_HISTORY || r.history[0]?.attempt === 1 ?
-      "" :
-      html`<p class="note">The last ${MAX_HISTORY} attempts; older ones are not kept.</p>`
-  }${
-    table(
-      ["attempt", "started", "ended", "took", "outcome", "host", "error"],
-      [...r.history].reverse().map((a) => [
-        a.attempt,
-        when(a.startedAt, now),
-        when(a.endedAt, now),
-        duration(a.endedAt - a.startedAt),
-        html`<span class="status status-${outcomeBadge[a.outcome]}">${a.outcome}</span>`,
-        a.host,
-        a.error === null ? html`<span class="none">–</span>` : html`<span class="error lines">${a.error}</span>`
-      ]),
-      r.status === "processing" ? "Its first attempt is running." : "No attempt has ended yet."
-    )
-  }`
-
-const readLeases = Effect.flatMap(
-  JobLeases,
-  (leases) =>
-    Effect.flatMap(leases.tableExists, (exists) => (exists ? leases.list : Effect.succeed<ReadonlyArray<LeaseRow>>([])))
-)
-
-/**
- * `/jobs/:id`: every column, the payload pretty-printed, its attempt history, the last error,
- * and the lease its attempt holds.
- */
-export const job = (ctx: PageContext, id: string) =>
-  Effect.gen(function*() {
-    const store = yield* JobStore
-    const now = yield* Clock.currentTimeMillis
-    const found = yield* store.get(id)
-    if (Option.isNone(found)) return yield* Effect.fail(new PageError(404, `no job with id ${JSON.stringify(id)}`))
-    const r: JobRow = found.value
-    const leases = yield* readLeases
-    const held = r.claimToken === null ? [] : leases.filter((l) => l.owner === r.claimToken)
-    const waitingOn = r.leaseName === null ? [] : leases.filter((l) => l.name === r.leaseName)
-    const fields: ReadonlyArray<readonly [string, Part]> = [
-      ["id", html`<span class="mono">${r.id}</span>`],
-      ["type", r.name],
-      ["queue", r.queue],
-      ["status", statusBadge(r.status)],
-      ["attempts", `${r.attempts} of ${r.maxRetries + 1}`],
-      ["priority", r.priority],
-      ["unique key", html`<span class="mono">${r.uniqueKey}</span>`],
-      ["run at", when(r.runAt, now)],
-      ["created", when(r.createdAt, now)],
-      ["updated", when(r.updatedAt, now)],
-      ["completed", when(r.completedAt, now)],
-      ["failed", when(r.failedAt, now)],
-      ["claimed by", r.claimedBy],
-      ["claim token", r.claimToken === null ? null : html`<span class="mono">${r.claimToken}</span>`],
-      ["last heartbeat", when(r.heartbeatAt, now)],
-      ["stale after", when(r.staleAt, now)],
-      ["timeout", r.claimTimeout === null ? null : `${r.claimTimeout}s`],
-      ["waits for lease", r.leaseName === null ? null : html`<span class="mono">${r.leaseName}</span>`]
-    ]
-    const path = `/jobs/${encodeURIComponent(r.id)}`
-    const dead = r.status === "failed" || r.status === "interrupted" || r.status === "cancelled"
-    const unfinished = r.status === "pending" || r.status === "processing"
-    const actions = [
-      dead ? actionButton(ctx, `${path}/retry`, "Retry") : "",
-      unfinished
-        ? actionButton(ctx, `${path}/cancel`, "Cancel", {
-          confirm: `Cancel the ${r.status} job ${r.name} ${r.id}?` +
-            (r.status === "processing" ? " Its running attempt stops at its next heartbeat." : "")
-        })
-        : "",
-      dead
-        ? actionButton(ctx, `${path}/discard`, "Discard", {
-          confirm: `Delete the ${
-            r.status === "cancelled" ? "cancelled" : "dead"
-          } job ${r.name} ${r.id}? This cannot be undone.`,
-          after: "/jobs?status=" + r.status
-        })
-        : ""
-    ]
-    return {
-      title: `Job ${r.id}`,
-      body: html`<h1>Job <span class="mono">${r.id}</span></h1>
-<div class="actions">${actions}</div>
-<dl class="fields">${
-        fields.map(([k, v]) => html`<div><dt>${k}</dt><dd>${v ?? html`<span class="none">–</span>`}</dd></div>`)
-      }</dl>
-<h2>Payload</h2><pre class="payload">${pretty(r.payload)}</pre>
-<h2>Attempts</h2><section id="attempts">${history(r, now)}</section>
-<h2>Last error</h2>${
-        r.lastError === null ? html`<p class="empty">None.</p>` : html`<pre class="error">${r.lastError}</pre>`
-      }
-<h2>Lease</h2>${
-        leaseTable(
-          ctx,
-          [...held, ...waitingOn.filter((l) => !held.includes(l))],
-          now,
-          r.status === "processing" ? "Its attempt holds no lease." : "No lease."
-        )
-      }`
-    } satisfies Page
   })
 
 // ---------------------------------------------------------------------------------------------

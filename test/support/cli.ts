@@ -14,14 +14,14 @@
  * src/cli/fastHelp.ts), since a process of its own costs each command most of a second of module
  * loading. What only a process of its own shows runs as one (`spawned`): on every database a
  * migrate, an enqueue and a list through dist/cli/bin.js, and the worker stopped by SIGTERM; on
- * SQLite a failure's and a usage error's exit codes, the `--help` pages bin.js serves, colour
+ * SQLite a worker under npm exec that stops once npm is killed, a failure's and a usage error's exit codes, the `--help` pages bin.js serves, colour
  * and width on a pseudo-terminal (`script`), and tsx registered for a TypeScript job module.
  */
 import { execFile, spawn } from "node:child_process"
 import { lookup } from "node:dns/promises"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
@@ -60,6 +60,42 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 /** Whether `script` (util-linux) is here to run the CLI on a pseudo-terminal. */
 const hasScript = existsSync("/usr/bin/script")
+
+/** Whether process `pid` runs (Linux's /proc): not there, or a zombie nobody reaped yet, is gone. */
+const running = (pid: number): boolean => {
+  try {
+    return !/^\d+ \(.*\) Z /s.test(readFileSync(`/proc/${pid}/stat`, "utf8"))
+  } catch {
+    return false
+  }
+}
+
+/** The processes below `root` (Linux's /proc), each with its command line. */
+const descendants = (root: number): ReadonlyArray<{ readonly pid: number; readonly argv: ReadonlyArray<string> }> => {
+  const children = new Map<number, Array<number>>()
+  for (const name of readdirSync("/proc").filter((n) => /^\d+$/.test(n))) {
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8")
+      const parent = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1])
+      children.set(parent, [...(children.get(parent) ?? []), Number(name)])
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const found: Array<{ pid: number; argv: ReadonlyArray<string> }> = []
+  const visit = (pid: number) => {
+    for (const child of children.get(pid) ?? []) {
+      try {
+        found.push({ pid: child, argv: readFileSync(`/proc/${child}/cmdline`, "utf8").split("\0") })
+      } catch {
+        // gone meanwhile
+      }
+      visit(child)
+    }
+  }
+  visit(root)
+  return found
+}
 
 /**
  * One query on a server database, on a connection of its own: the test asks the database
@@ -338,13 +374,40 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
       expect((await json("jobs", "stats")).reduce((n: number, c: { count: number }) => n + c.count, 0)).toBe(1)
     })
 
-    it("the migrate hint follows a missing table only, never a missing database, a refused login or connection", async () => {
-      // a missing table: the schema under this prefix was never migrated
-      oneLine(
-        await run(["jobs", "stats", "--prefix", `${target.prefix}none_`]),
-        1,
-        /(no such table|relation ".*" does not exist|Table '.*' doesn't exist).* \(run `leasehold migrate` first\?\)\n$/
+    it("on tables never migrated, every command that reads or writes them says so and how to migrate, exit 1", async () => {
+      const none = `${target.prefix}none_`
+      const missing = new RegExp(
+        `^leasehold: leasehold's tables \\(prefix ${none}\\) are missing \\(` +
+          `(no such table: ${none}\\w+|relation "${none}\\w+" does not exist|Table '\\w+\\.${none}\\w+' doesn't exist)\\): ` +
+          `run the migrations first, with \`leasehold migrate --prefix ${none}\` or ` +
+          `Migrator\\.make\\(\\{ prefix: "${none}" \\}\\)\\.run from code\\n$`
       )
+      const id = "00000000-0000-0000-0000-000000000000"
+      const commands = [
+        ["leases", "list"],
+        ["leases", "list", "--json"],
+        ["leases", "clear", "x"],
+        ["jobs", "list"],
+        ["jobs", "list", "--json"],
+        ["jobs", "show", id],
+        ["jobs", "stats"],
+        ["jobs", "retry", id],
+        ["jobs", "discard", "--all"],
+        ["jobs", "cancel", "--queue", "q"],
+        ["jobs", "purge"],
+        ["status"],
+        ["schedules"],
+        ["drain", "--host", "h"],
+        ["enqueue", "Greet", "{\"name\":\"x\"}"]
+      ]
+      for (const args of commands) oneLine(await run([...args, "--prefix", none]), 1, missing)
+      // what is pending is what migrate status is for
+      const status = await parsed(run(["migrate", "status", "--json", "--prefix", none]))
+      expect(status.applied).toEqual([])
+      expect(status.pending.map((m: { id: number }) => m.id)).toEqual(migrations.map((m) => m.id))
+    })
+
+    it("the migrate hint follows a missing table only, never a missing database, a refused login or connection", async () => {
       const noHint = (r: Result, pattern: RegExp) => {
         oneLine(r, 1, pattern)
         expect(r.stderr).not.toContain("leasehold migrate")
@@ -437,6 +500,12 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
         await new Promise((r) => setTimeout(r, 100))
       }
       expect(await statusOf(slow.id)).toBe("processing")
+      // jobs show: the running attempt (number, claimed when, by which host) beside its claim
+      const running = (await cli("jobs", "show", slow.id)).stdout
+      expect(running).toMatch(/^claimedBy +cli-worker$/m)
+      expect(running).toMatch(
+        /attempts \(last 1\):\nattempt +startedAt +endedAt +outcome +host +error\n[- ]+\n1 +\d{4}-\d\d-\d\dT[\d:.]+Z +- +running +cli-worker +-\n$/
+      )
       const leases = await json("leases", "list")
       expect(leases.map((l: { name: string; host: string }) => [l.name, l.host])).toEqual([["key:slow", "cli-worker"]])
       expect(leases[0]).toMatchObject({ acquiredAt: expect.stringMatching(ISO), expiresAt: expect.stringMatching(ISO) })
@@ -511,6 +580,14 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
       expect(await json("jobs", "retry", "--status", "interrupted")).toEqual({ retried: 0 })
       oneLine(await cli("jobs", "discard"), 1, /give a job id, a filter .* or --all/)
       expect(await json("jobs", "retry", "--name", "Broken", "--older-than", "0")).toEqual({ retried: 1 })
+      // pending again, its row still naming its last attempt's host: not shown as a claim
+      expect((await query(`SELECT claimed_by FROM ${target.prefix}jobs WHERE id = '${dead.id}'`))[0]?.claimed_by)
+        .toBe("cli-worker")
+      const pending = (await cli("jobs", "show", dead.id)).stdout
+      expect(pending).toMatch(/^status +pending$/m)
+      expect(pending).toMatch(/^claimedBy +-$/m)
+      expect(pending).toMatch(/^1 +\S+ +\S+ +dead +cli-worker +.*broken on purpose/m)
+      expect((await cli("jobs", "list", "--name", "Broken")).stdout).not.toContain("cli-worker")
       failsCleanly(await cli("jobs", "discard", dead.id), /no failed, interrupted or cancelled job/)
       expect(await json("jobs", "discard", "--all")).toEqual({ discarded: 0 })
       expect(await json("jobs", "purge", "--older-than", "0")).toEqual({ purged: expect.any(Number) })
@@ -525,7 +602,10 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
       expect(await json("jobs", "retry", one.id)).toEqual({ id: one.id, status: "pending" })
       expect(await json("jobs", "cancel", one.id)).toEqual({ id: one.id, status: "cancelled", wasRunning: false })
       oneLine(await cli("jobs", "cancel", "no-such-job"), 1, /no job with id no-such-job/)
-      oneLine(await cli("jobs", "cancel"), 1, /invalid cancel filter filter: give at least one of name, queue, status/)
+      // the command's own options, named once each
+      const bare = await cli("jobs", "cancel")
+      oneLine(bare, 1, /^leasehold: give a job id, or at least one of --name, --queue, --status\n$/)
+      expect(bare.stderr).not.toMatch(/\b(\w+) \1\b/)
       oneLine(await cli("jobs", "cancel", one.id, "--queue", "q"), 1, /a job id or --name\/--queue\/--status, not both/)
       expect((await cli("jobs", "cancel", "--status", "completed")).code).toBe(2)
       const a = await json("enqueue", "Greet", JSON.stringify({ name: "a" }), "--queue", "cancel-q")
@@ -748,6 +828,51 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
     )
 
     onlyWhere(target.name === "sqlite")(
+      "a server URL without its :// or a bare word is refused with what to write instead, masked, and creates nothing",
+      async () => {
+        const cwd = join(dir, "typos")
+        mkdirSync(cwd)
+        const refused: ReadonlyArray<readonly [string, string]> = [
+          [
+            "postgres//me:secret@db.example/app",
+            `--database-url: "postgres//…" is not a database URL (postgres needs "://"); did you mean postgres://me:***@db.example/app?`
+          ],
+          [
+            "postgres:/db.example/app",
+            `--database-url: "postgres:/…" is not a database URL (postgres needs "://"); did you mean postgres://db.example/app?`
+          ],
+          [
+            "mysql:me:secret@db.example/app",
+            `--database-url: "mysql:…" is not a database URL (mysql needs "://"); did you mean mysql://me:***@db.example/app?`
+          ],
+          [
+            "newcomer",
+            `--database-url: "newcomer" is neither a server URL (postgres://, mysql://, mariadb://) nor an SQLite file; ` +
+            "to use an SQLite file, name it as a path or with sqlite: (./newcomer.db or sqlite:newcomer)"
+          ]
+        ]
+        for (const [url, message] of refused) {
+          for (const args of [["jobs", "stats"], ["migrate"], ["enqueue", "Greet", "{\"name\":\"x\"}"], ["worker"]]) {
+            // from the environment as from the option
+            const r = await run(args, { cwd, env: { LEASEHOLD_DATABASE_URL: url } })
+            expect({ args, code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({
+              args,
+              code: 1,
+              stdout: "",
+              stderr: `leasehold: ${message}\n`
+            })
+          }
+          expect(readdirSync(cwd)).toEqual([])
+        }
+        // what the line suggests, or any name that reads as a file, is an SQLite file
+        for (const url of ["./newcomer.db", "sqlite:newcomer", "jobs.sqlite3"]) {
+          expect((await run(["migrate"], { cwd, env: { LEASEHOLD_DATABASE_URL: url } })).code).toBe(0)
+        }
+        expect(readdirSync(cwd).sort()).toEqual(["jobs.sqlite3", "newcomer", "newcomer.db"])
+      }
+    )
+
+    onlyWhere(target.name === "sqlite")(
       "a read-only command on a missing SQLite file says so and creates nothing; migrate creates it",
       async () => {
         const missing = join(dir, "missing", "nope.db")
@@ -779,7 +904,7 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
         oneLine(
           await run(["enqueue", "Greet", "{\"name\":\"x\"}"], { env: { LEASEHOLD_DATABASE_URL: missing } }),
           1,
-          /no such table: leasehold_jobs \(run `leasehold migrate` first\?\)\n$/
+          /are missing \(no such table: leasehold_jobs\): run the migrations first, with `leasehold migrate` or Migrator\.make\(\)\.run from code\n$/
         )
         rmSync(missing)
         const migrated = await run(["migrate", "--json"], { env: { LEASEHOLD_DATABASE_URL: missing } })
@@ -1013,6 +1138,61 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
         })
         expect(await lineOf("pretty")).toMatch(/INFO .*attempt completed in \d+ ms/)
       }
+    )
+
+    // npm exec (npx) does not pass SIGTERM on to what it runs: a worker it started notices its
+    // launcher gone and stops as on SIGTERM. Through npm itself, killed as `kill -TERM` would, and
+    // through a stand-in for npm (the same environment, the same `sh -c` between) killed outright,
+    // which leaves the shell waiting for the worker.
+    onlyWhere(target.name === "sqlite" && existsSync("/proc/self/stat"))(
+      "worker: started by npm exec, it stops as on SIGTERM once npm is gone, within a few of its poll intervals",
+      async () => {
+        const POLL_MS = 100
+        const args = [BIN, "worker", "--prefix", `${target.prefix}orphan_`, "--poll-interval", `${POLL_MS} millis`]
+        const hasNpm = await new Promise<boolean>((resolve) =>
+          execFile("npm", ["--version"], (e) => resolve(e === null))
+        )
+        // The stand-in: sh -c as npm runs a command (a second command keeps sh from replacing itself).
+        const standIn =
+          `require("node:child_process").spawn("sh", ["-c", '"$0" "$@"; exit $?', ...process.argv.slice(1)], { stdio: "inherit" }); setInterval(() => {}, 1e9)`
+        const launchers = [
+          ...(hasNpm
+            ? [{ command: "npm", args: ["exec", "--", process.execPath, ...args], signal: "SIGTERM" as const }]
+            : []),
+          { command: process.execPath, args: ["-e", standIn, process.execPath, ...args], signal: "SIGKILL" as const }
+        ]
+        for (const launcher of launchers) {
+          const child = spawn(launcher.command, launcher.args, {
+            cwd: dir,
+            env: { ...env, npm_command: "exec", npm_config_update_notifier: "false" },
+            stdio: ["ignore", "ignore", "pipe"]
+          })
+          let stderr = ""
+          child.stderr.on("data", (d) => (stderr += String(d)))
+          let worker: number | undefined
+          try {
+            for (let i = 0; i < 600 && !stderr.includes("Ctrl-C to stop"); i++) await sleep(100)
+            expect(stderr).toContain("Ctrl-C to stop")
+            worker = descendants(child.pid!).find((p) => p.argv[1] === BIN)?.pid
+            expect(worker, launcher.command).toBeDefined()
+            child.kill(launcher.signal)
+            let polls = 0
+            while (polls < 50 && running(worker!)) {
+              await sleep(POLL_MS)
+              polls++
+            }
+            expect(running(worker!), `${launcher.command}: still running after ${polls} poll intervals`).toBe(false)
+            expect(stderr).toMatch(
+              /level=WARN .*the npm exec that started this worker is gone \(npm does not pass signals on\); stopping as on SIGTERM/
+            )
+            expect(stderr).toMatch(/level=INFO .*message="worker \S+ stopped"/)
+          } finally {
+            if (worker !== undefined && running(worker)) process.kill(worker, "SIGKILL")
+            child.kill("SIGKILL")
+          }
+        }
+      },
+      120_000
     )
 
     onlyWhere(target.name === "sqlite")("worker --metrics-port serves Prometheus metrics while it runs", async () => {

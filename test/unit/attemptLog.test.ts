@@ -45,7 +45,8 @@ it.effect("each finished attempt logs one info line with its outcome and duratio
     const info = lines.filter((l) => l.level === "INFO" && String(l.message).startsWith("attempt"))
     expect(info.map((l) => l.message)).toEqual([
       "attempt completed in 1500 ms",
-      "attempt failed, will retry in 1500 ms"
+      // The retry's time, not its delay beside the duration (which read as "retry in 1500 ms").
+      "attempt failed after 1500 ms; retrying at 1970-01-01T00:00:07.000Z"
     ])
     expect(info[0]!.annotations).toEqual({
       jobId: ok.id,

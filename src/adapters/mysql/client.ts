@@ -5,11 +5,13 @@
  * Galera cluster: ./cluster.ts spreads the statements over its nodes.
  */
 import type { SqlClient } from "@effect/sql"
-import type { SqlError } from "@effect/sql/SqlError"
+import { SqlError } from "@effect/sql/SqlError"
 import { MysqlClient } from "@effect/sql-mysql2"
 import type { ConfigError } from "effect/ConfigError"
-import type { Layer } from "effect"
-import { Redacted } from "effect"
+import { Layer, Redacted } from "effect"
+import type { DatabaseUrlMismatchError } from "../../core/errors.ts"
+import { connectError } from "../connectErrors.ts"
+import { urlMismatch } from "../databaseUrls.ts"
 import { clusterClientLayer, nodeUrls } from "./cluster.ts"
 
 export { MysqlClient }
@@ -23,15 +25,22 @@ export interface MysqlClientOptions {
 
 /**
  * A `MysqlClient` layer (also a `SqlClient`) for a `mysql://` or `mariadb://` URL; for a URL with
- * several hosts, a SqlClient over those Galera nodes (`clusterClientLayer`).
+ * several hosts, a SqlClient over those Galera nodes (`clusterClientLayer`). A URL of another
+ * database fails it with `DatabaseUrlMismatchError` before any connection; a server that cannot
+ * be reached, with a `SqlError` saying where it tried (password masked) and the driver's reason.
  */
 export const clientLayer = (
   url: string | Redacted.Redacted,
   options: MysqlClientOptions = {}
-): Layer.Layer<SqlClient.SqlClient, SqlError | ConfigError> => {
+): Layer.Layer<SqlClient.SqlClient, SqlError | ConfigError | DatabaseUrlMismatchError> => {
+  const given = typeof url === "string" ? url : Redacted.value(url)
+  const mismatch = urlMismatch("MySQL/MariaDB", given)
+  if (mismatch !== undefined) return Layer.fail(mismatch)
   // mysql2 knows only the mysql: scheme; MariaDB speaks the same protocol.
-  const text = (typeof url === "string" ? url : Redacted.value(url)).replace(/^mariadb:/, "mysql:")
+  const text = given.replace(/^mariadb:/, "mysql:")
   const nodes = nodeUrls(text)
-  if (nodes !== undefined) return clusterClientLayer(nodes, { maxConnectionsPerNode: options.maxConnections })
-  return MysqlClient.layer({ url: Redacted.make(text), maxConnections: options.maxConnections ?? 10 })
+  const client: Layer.Layer<SqlClient.SqlClient, SqlError | ConfigError> = nodes !== undefined
+    ? clusterClientLayer(nodes, { maxConnectionsPerNode: options.maxConnections })
+    : MysqlClient.layer({ url: Redacted.make(text), maxConnections: options.maxConnections ?? 10 })
+  return Layer.mapError(client, (e) => (e instanceof SqlError ? connectError(given, e.cause ?? e) : e))
 }

@@ -9,6 +9,9 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Redacted } from "effect"
 import pg from "pg"
 import { DEFAULT_POOL_SIZE } from "../../core/connections.ts"
+import type { DatabaseUrlMismatchError } from "../../core/errors.ts"
+import { connectError } from "../connectErrors.ts"
+import { urlMismatch } from "../databaseUrls.ts"
 import { registerPoolSize } from "../sql/connections.ts"
 import { type DirectRunner, registerDirect } from "../sql/direct.ts"
 import { PreparingClient } from "./preparing.ts"
@@ -98,14 +101,22 @@ const overPool = (pool: pg.Pool) =>
 /**
  * A `PgClient` layer (also a `SqlClient`) for a `postgres://` URL, on a pool of its own that
  * names repeated statements (./preparing.ts). The layer connects once when built, so a wrong URL
- * fails it at once, and ends the pool when its scope closes.
+ * fails it at once: a URL of another database with `DatabaseUrlMismatchError` before any
+ * connection, a server that cannot be reached with a `SqlError` saying where it tried (password
+ * masked) and the driver's reason. It ends the pool when its scope closes.
  */
-export const clientLayer = (url: string | Redacted.Redacted, options: PostgresClientOptions = {}) =>
-  Layer.unwrapScoped(Effect.map(
+export const clientLayer = (
+  url: string | Redacted.Redacted,
+  options: PostgresClientOptions = {}
+): Layer.Layer<PgClient.PgClient | SqlClient, SqlError | DatabaseUrlMismatchError> => {
+  const text = Redacted.isRedacted(url) ? Redacted.value(url) : url
+  const mismatch = urlMismatch("PostgreSQL", text)
+  if (mismatch !== undefined) return Layer.fail(mismatch)
+  return Layer.unwrapScoped(Effect.map(
     Effect.acquireRelease(
       Effect.gen(function*() {
         const pool = new pg.Pool({
-          connectionString: Redacted.isRedacted(url) ? Redacted.value(url) : url,
+          connectionString: text,
           max: options.maxConnections ?? 10,
           connectionTimeoutMillis: 10_000,
           application_name: "leasehold",
@@ -116,7 +127,7 @@ export const clientLayer = (url: string | Redacted.Redacted, options: PostgresCl
         pool.on("error", () => {})
         yield* Effect.tryPromise({
           try: () => pool.query("SELECT 1"),
-          catch: (cause) => new SqlError({ cause, message: "PgClient: Failed to connect" })
+          catch: (cause) => connectError(text, cause)
         }).pipe(Effect.tapError(() => Effect.promise(() => pool.end())))
         return pool
       }),
@@ -124,6 +135,7 @@ export const clientLayer = (url: string | Redacted.Redacted, options: PostgresCl
     ),
     overPool
   ))
+}
 
 /** A `PgClient` layer over the app's own node-postgres `Pool`; the app keeps it (and ends it). */
 export const poolLayer = (pool: unknown) => overPool(pool as pg.Pool)

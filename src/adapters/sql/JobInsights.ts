@@ -12,6 +12,7 @@ import { tableNames } from "../../core/tables.ts"
 import { type ActivityMinute, JobInsights, type JobInsightsApi, type JobPageQuery } from "../../ports/JobInsights.ts"
 import { JOB_COLUMNS } from "./dialect.ts"
 import { decodeJobRow, int } from "./decode.ts"
+import { hintingMissingSchema } from "../schemaErrors.ts"
 import { dialectOf } from "./dialects.ts"
 import { checkIdentifier, literalInt, RawSql, type Statement, sqlFor, type Syntax } from "./statement.ts"
 
@@ -53,7 +54,7 @@ export const make = (
       sql.unsafe<Record<string, unknown>>(st.sql, st.params as Array<unknown>).withoutTransform
     const perMinute = (st: Statement) =>
       Effect.map(rows(st), (r) => new Map(r.map((x) => [decodeEpochMs(x.minute), int(x.n)] as const)))
-    return JobInsights.of({
+    return hintingMissingSchema(JobInsights.of({
       page: (q) => Effect.map(rows(s.page(q)), (r) => r.map(decodeJobRow)),
       activity: (since) =>
         Effect.zipWith(perMinute(s.completedPerMinute(since)), perMinute(s.failedPerMinute(since)), (done, dead) =>
@@ -71,7 +72,7 @@ export const make = (
           const v = r[0]?.run_at
           return v === null || v === undefined ? Option.none() : Option.some(decodeEpochMs(v))
         })
-    })
+    }))
   })
 
 /** A layer providing the SQL `JobInsights` for one prefix over the current `SqlClient`. */

@@ -33,6 +33,7 @@ import {
 } from "../../core/transitions.ts"
 import { type InsertResult, JobLeases, JobStore, type JobStoreApi } from "../../ports/JobStore.ts"
 import { rememberingTable } from "../jobLeases.ts"
+import { hintingMissingSchema } from "../schemaErrors.ts"
 import { makeBatcher } from "./batching.ts"
 import { enqueueConnections } from "../../core/connections.ts"
 import { poolSizeOf } from "./connections.ts"
@@ -779,7 +780,8 @@ export const make = (
         }
       ))
 
-    return JobStore.of({
+    // A store on tables never migrated says so in its failures' messages (../schemaErrors.ts).
+    return hintingMissingSchema(JobStore.of({
       tables,
       idleProbe,
       remote: !dialect.inProcess,
@@ -868,7 +870,7 @@ export const make = (
             ? 0
             : yield* retryTransient(dialect, "prune lost leases", write(s.pruneLostLeases(at)))
         })
-    })
+    }))
   })
 
 /**

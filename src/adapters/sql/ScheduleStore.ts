@@ -8,6 +8,7 @@ import { decodeEpochMs } from "../../core/lease.ts"
 import type { CatchUp, ScheduleRow } from "../../core/schedules.ts"
 import { tableNames } from "../../core/tables.ts"
 import { ScheduleStore, type ScheduleStoreApi } from "../../ports/ScheduleStore.ts"
+import { hintingMissingSchema } from "../schemaErrors.ts"
 import { dialectOf } from "./dialects.ts"
 import { retryTransient } from "./retry.ts"
 import { scheduleStatements } from "./scheduleStatements.ts"
@@ -48,7 +49,7 @@ export const make = (
     const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       dialect.jobs.isolation === "readCommitted" ? readCommittedTransaction(sql, effect) : sql.withTransaction(effect)
 
-    return ScheduleStore.of({
+    return hintingMissingSchema(ScheduleStore.of({
       tables,
       register: (row) =>
         Effect.gen(function*() {
@@ -74,7 +75,7 @@ export const make = (
               return Option.some(yield* then)
             })).pipe(Effect.provide(context))
           ))
-    })
+    }))
   })
 
 /** A layer providing the SQL `ScheduleStore` for one prefix over the current `SqlClient`. */

@@ -47,7 +47,7 @@ export const list = (c: ListConfig) =>
       })
       yield* print(c, rows.map(jobJson), (width) =>
         table(
-          rows.map((r) => ({ ...r, runAt: iso(r.runAt) })),
+          rows.map((r) => ({ ...r, runAt: iso(r.runAt), claimedBy: claimedBy(r) })),
           ["id", "name", "queue", "status", "attempts", "priority", "runAt", "claimedBy", "lastError"],
           { keep: ["id"], width }
         ))
@@ -65,12 +65,37 @@ export const stats = (c: Common) =>
     })
   )
 
+/**
+ * The host a job's claim names while it is processing; null otherwise. A job back to pending (a
+ * retry, a hand-back) keeps the columns of its last attempt, whose host its history shows.
+ */
+const claimedBy = (r: JobRow): string | null => (r.status === "processing" ? r.claimedBy : null)
+
+/**
+ * The attempt a processing job is running, as a row of `jobs show`'s attempts table: its number,
+ * when it was claimed and the host that claimed it (the columns src/core/history.ts
+ * `attemptRecord` records when it ends); none for a job that is not processing.
+ */
+const runningAttempt = (r: JobRow): ReadonlyArray<Record<string, unknown>> =>
+  r.status !== "processing" ? [] : [{
+    attempt: r.attempts,
+    startedAt: iso(r.updatedAt),
+    endedAt: null,
+    outcome: "running",
+    host: r.claimedBy,
+    error: null
+  }]
+
 /** The values of `jobs show`. */
 export interface ShowConfig extends Common {
   readonly id: string
 }
 
-/** `jobs show`: one job's fields, then its attempt history, oldest first. */
+/**
+ * `jobs show`: one job's fields, then its attempts, oldest first: the ended ones its history
+ * keeps, then the running one of a processing job. The claim (host and token) is shown only
+ * while the job is processing; `--json` prints the row as stored.
+ */
 export const show = (c: ShowConfig) =>
   withStore(
     c,
@@ -81,14 +106,16 @@ export const show = (c: ShowConfig) =>
       const r = found.value
       const j = jobJson(r)
       yield* print(c, j, (width) => {
-        const fields = Object.entries(j).filter(([k]) => k !== "history" && k !== "payload")
+        const shown = { ...j, claimedBy: claimedBy(r), claimToken: claimedBy(r) === null ? null : r.claimToken }
+        const fields = Object.entries(shown).filter(([k]) => k !== "history" && k !== "payload")
         const label = Math.max(...fields.map(([k]) => k.length))
+        const attempts = [...j.history, ...runningAttempt(r)]
         return [
           ...fields.map(([k, v]) => `${k.padEnd(label)}  ${v === null ? "-" : String(v)}`),
           `${"payload".padEnd(label)}  ${r.payload}`,
           "",
-          `attempts (last ${r.history.length}):`,
-          table(j.history, ["attempt", "startedAt", "endedAt", "outcome", "host", "error"], { width })
+          `attempts (last ${attempts.length}):`,
+          table(attempts, ["attempt", "startedAt", "endedAt", "outcome", "host", "error"], { width })
         ].join("\n")
       })
     })
@@ -195,6 +222,10 @@ export const cancel = (c: CancelConfig) =>
               ? `job ${done.id} is cancelled; its running attempt stops at its next heartbeat`
               : `job ${done.id} is cancelled`
         )
+      }
+      // Checked here so that the line names the command's own options.
+      if (Object.values(filter).every((v) => v === undefined)) {
+        return yield* new CliError({ message: "give a job id, or at least one of --name, --queue, --status" })
       }
       const done = yield* Cancel.cancelWhere(filter)
       yield* print(c, done, () => `cancelled ${done.cancelled} job(s)`)

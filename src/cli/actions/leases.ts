@@ -11,14 +11,14 @@ import type { Common } from "../options.ts"
 /** A lease as JSON: ISO-8601 times. */
 const leaseJson = (r: LeaseRow) => ({ ...r, acquiredAt: iso(r.acquiredAt), expiresAt: iso(r.expiresAt) })
 
-/** `leases list`. Before the first migration there is no lease table: that is an empty list, not an error. */
+/** `leases list`. Before the first migration there is no lease table: an error saying to migrate (../database.ts). */
 export const list = (c: Common) =>
   withStore(
     c,
     { create: false },
     Effect.gen(function*() {
       const leases = yield* JobLeases
-      const rows = (yield* leases.tableExists) ? yield* leases.list : []
+      const rows = yield* leases.list
       const now = yield* Clock.currentTimeMillis
       yield* print(
         c,
@@ -50,7 +50,7 @@ export const clear = (c: ClearConfig) =>
     Effect.gen(function*() {
       const leases = yield* JobLeases
       const now = yield* Clock.currentTimeMillis
-      const row = (yield* leases.tableExists) ? yield* leases.read(c.name) : Option.none()
+      const row = yield* leases.read(c.name)
       if (Option.isNone(row)) return yield* new CliError({ message: `no lease named ${JSON.stringify(c.name)}` })
       const live = !isExpired(row.value.expiresAt, now)
       if (live && !c.force) {

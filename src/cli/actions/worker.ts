@@ -15,8 +15,10 @@ import * as Worker from "../../runtime/Worker.ts"
 import { workerDatabaseLayer } from "../database.ts"
 import { CliError } from "../format.ts"
 import { loadJobs } from "../jobModule.ts"
+import { currentLauncher, launcherExit, startedByNpmExec } from "../launcher.ts"
 import { type LogFormat, textLogger, workerLogger } from "../logging.ts"
 import type { Common } from "../options.ts"
+import { CurrentSession } from "../terminal.ts"
 
 /** The values of `worker`. */
 export interface WorkerConfig extends Common {
@@ -56,7 +58,8 @@ export const retentionOf = (c: WorkerConfig): Effect.Effect<Worker.RetentionConf
 }
 
 /**
- * Migrates, then works the queues. The database is waited for if it is down at start-up
+ * Migrates, then works the queues until interrupted, or, when npm exec (npx) started it, until
+ * that npm process is gone (../launcher.ts). The database is waited for if it is down at start-up
  * (`workerDatabaseLayer`); an interrupt closes the worker's scope, so running attempts get
  * the grace period to finish (docs/behaviour.md §9). Logs at info and above unless
  * `--log-level` says otherwise (src/cli/main.ts), one line per finished attempt among them, as
@@ -66,6 +69,8 @@ export const retentionOf = (c: WorkerConfig): Effect.Effect<Worker.RetentionConf
 export const worker = (c: WorkerConfig) => {
   const format = Option.getOrElse(c.logFormat, (): LogFormat => (c.json ? "json" : "logfmt"))
   return Effect.gen(function*() {
+    // Taken first, so that an npm gone while the worker starts is noticed too.
+    const launcher = startedByNpmExec((yield* CurrentSession).io.env) ? currentLauncher() : undefined
     const retention = yield* retentionOf(c)
     const types = yield* loadJobs(c.jobs)
     const services = Layer.mergeAll(SqlJobStore.layer({ prefix: c.prefix }), jobsLayer(...types) as Layer.Layer<Jobs>)
@@ -95,8 +100,19 @@ export const worker = (c: WorkerConfig) => {
         : Console.error(`leasehold worker ${handle.host}: ${names}; Ctrl-C to stop`)
       return yield* Effect.never
     })
-    return yield* Effect.scoped(program).pipe(
+    const run = Effect.scoped(program).pipe(
       Effect.provide(services.pipe(Layer.provideMerge(workerDatabaseLayer(c.databaseUrl))))
     )
+    if (launcher === undefined) return yield* run
+    // npm does not pass SIGTERM on (../launcher.ts): once it is gone, the worker is interrupted
+    // as SIGTERM interrupts it, whether it is running (its attempts get the grace period) or
+    // still starting (waiting for its database).
+    const orphaned = Effect.zipRight(
+      launcherExit(launcher, c.pollInterval),
+      Effect.logWarning(
+        "the npm exec that started this worker is gone (npm does not pass signals on); stopping as on SIGTERM"
+      )
+    )
+    return yield* Effect.raceFirst(run, orphaned)
   }).pipe(format === "logfmt" ? (self) => self : Effect.provide(Logger.replace(textLogger, workerLogger(format))))
 }

@@ -2,7 +2,7 @@
  * The hosts table as the worker uses it (docs/behaviour.md §9): refresh this host's row, read
  * whether it is draining (failing closed), and drain or resume a host.
  */
-import { explain } from "./explain.ts"
+import { explain, warnFailure } from "./explain.ts"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Duration, Effect, Option, type Scope } from "effect"
 import type { WorkerConfigError } from "../../core/errors.ts"
@@ -33,7 +33,7 @@ export const drainState = (
   Effect.matchEffect(store.getHost(host), {
     onFailure: (error) =>
       Effect.as(
-        Effect.logWarning(`hosts table unreadable (${explain(error)}); starting nothing until it is`, error),
+        warnFailure((reason) => `hosts table unreadable (${reason}); starting nothing until it is`, error),
         Option.some<number | null>(null)
       ),
     onSuccess: (row) =>

@@ -3,7 +3,7 @@
  * and wait on the doorbell (./doorbell.ts) when idle, a reaper, the host row kept fresh,
  * wake-up signals (src/ports/Wakeups.ts) and a graceful shutdown.
  */
-import { explain } from "./explain.ts"
+import { explain, warnFailure } from "./explain.ts"
 import type { SqlError } from "@effect/sql/SqlError"
 import {
   Cause,
@@ -215,10 +215,7 @@ export const make = (
           Cause.isInterruptedOnly(cause)
             ? Effect.failCause(cause)
             : Effect.as(
-              Effect.logWarning(
-                `claim failed (${explain(Cause.squash(cause))}); retrying after the poll interval`,
-                cause
-              ),
+              warnFailure((reason) => `claim failed (${reason}); retrying after the poll interval`, cause),
               []
             ))
         room.buffered += rows.length
@@ -385,7 +382,11 @@ export const make = (
       Effect.repeat(
         Effect.gen(function*() {
           const n = yield* Effect.orElseSucceed(
-            Effect.tapError(reapWith(o), (e) => Effect.logWarning("reap failed", e)),
+            Effect.tapError(
+              reapWith(o),
+              (e) =>
+                warnFailure((reason) => `reap failed (${reason}); trying again in ${Duration.format(reapEvery)}`, e)
+            ),
             () => 0
           )
           if (n > 0) {
@@ -405,14 +406,15 @@ export const make = (
       onSome: Effect.succeed
     })
     const listening = wakeups.onSignal === undefined
-      ? Option.map(wakeups.listen(store.tables.channel), (stream) =>
-        Stream.runForEach(stream, () => Effect.zipRight(Effect.sync(() => notified++), bell.ring)))
+      ? Option.map(
+        wakeups.listen(store.tables.channel),
+        (stream) => Stream.runForEach(stream, () => Effect.zipRight(Effect.sync(() => notified++), bell.ring))
+      )
       : wakeups.onSignal(store.tables.channel, () => {
         notified++
         bell.ringNow()
       })
-    const listener = yield* Effect.forkDaemon(Option.getOrElse(listening, () =>
-      Effect.void))
+    const listener = yield* Effect.forkDaemon(Option.getOrElse(listening, () => Effect.void))
 
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {

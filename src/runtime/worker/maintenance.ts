@@ -3,6 +3,7 @@
  * and silent hosts past their retention, in bounded batches, once at start and then every
  * `interval`. The rules (defaults, cut-offs, batch bounds) are in src/core/retention.ts.
  */
+import { warnFailure } from "./explain.ts"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Duration, Effect, Either } from "effect"
 import { parseDurationMillis, parsePositiveMillis } from "../../core/duration.ts"
@@ -152,7 +153,7 @@ export const retentionLoop = (store: JobStoreApi, r: ResolvedRetention): Effect.
               `retention: deleted ${t.completed} completed job(s), ${t.dead} dead job(s), ${t.hosts} host row(s), ${t.lostLeases} lost-lease record(s)`
             )
             : Effect.void),
-        (error) => Effect.logWarning("retention pass failed; trying again next interval", error)
+        (error) => warnFailure((reason) => `retention pass failed (${reason}); trying again next interval`, error)
       ),
       Effect.sleep(r.interval)
     )

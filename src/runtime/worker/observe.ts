@@ -8,7 +8,7 @@ import type { JobRow } from "../../core/model.ts"
 import { recordAttempt } from "../metrics.ts"
 import type { ProcessResult } from "./results.ts"
 
-/** What the finished-attempt line says happened. */
+/** What the finished-attempt line's `outcome` says happened, in lower case like every outcome. */
 const outcomeOf = (result: ProcessResult): string => {
   switch (result._tag) {
     case "Completed":
@@ -20,8 +20,24 @@ const outcomeOf = (result: ProcessResult): string => {
     case "Deferred":
       return "deferred, lease busy"
     default:
-      return result._tag
+      return result._tag.toLowerCase()
   }
+}
+
+/**
+ * The line itself: how long the attempt ran, and for a retry when it comes (the retry's delay is
+ * not the attempt's duration, and a line that put them side by side read as one).
+ */
+const lineOf = (result: ProcessResult, outcome: string, ms: number): string => {
+  if (result._tag === "Failed") {
+    const next = result.willRetry && result.retryAt !== null
+      ? `; retrying at ${new Date(result.retryAt).toISOString()}`
+      : result.willRetry
+      ? "; it will be retried"
+      : "; no retries left, the job is dead"
+    return `attempt failed after ${ms} ms${next}`
+  }
+  return `attempt ${outcome} in ${ms} ms`
 }
 
 /**
@@ -46,7 +62,7 @@ export const observeAttempt = <E, R>(
     const outcome = outcomeOf(result)
     const lost = "leaseLost" in result && result.leaseLost
     return Effect.as(
-      Effect.logInfo(`attempt ${outcome} in ${ms} ms${lost ? " (its lease was lost)" : ""}`).pipe(
+      Effect.logInfo(`${lineOf(result, outcome, ms)}${lost ? " (its lease was lost)" : ""}`).pipe(
         Effect.annotateLogs({ queue: job.queue, outcome, durationMs: ms })
       ),
       result

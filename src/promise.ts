@@ -18,6 +18,9 @@ import * as Job from "./runtime/Job.ts"
 import * as Leasehold from "./runtime/Leasehold.ts"
 import * as Migrator from "./runtime/migrate.ts"
 import * as Worker from "./runtime/Worker.ts"
+import { type LoggerOptions, loggerLayer, loggerProblem, makeLogger } from "./runtime/logging.ts"
+
+export type { LogEntry, LoggerOptions, LogLevelName, PinoLikeLogger } from "./runtime/logging.ts"
 
 /** What a Promise `perform` sees of its own attempt. */
 export interface PromiseJobContext {
@@ -108,6 +111,18 @@ export interface CreateOptions<Types extends ReadonlyArray<PromiseJobType>> {
    * enqueue and each attempt is then reported as a span (docs/tracing.md). None by default.
    */
   readonly tracing?: Layer.Layer<never, unknown, never> | undefined
+  /**
+   * How leasehold logs: a minimum level, its own writer's format and stream, or the app's logger
+   * (pino-shaped, or a function). Default: every line from info up, logfmt on stdout.
+   * docs/logging.md lists the lines.
+   */
+  readonly logger?: LoggerOptions | undefined
+}
+
+/** Options of `startWorker`: the worker's, and a logger of its own for its lines. */
+export interface StartWorkerOptions extends Worker.WorkerConfig {
+  /** How this worker logs, instead of the client's `logger`. */
+  readonly logger?: LoggerOptions | undefined
 }
 
 /** A worker started by `startWorker`. */
@@ -192,7 +207,7 @@ export interface LeaseholdClient {
   /** The recurring jobs' schedules a worker registered, with their last and next slot (`Schedules.list`). */
   readonly listSchedules: () => Promise<ReadonlyArray<ScheduleRow>>
   /** Starts a worker in this process (see `Worker.layer` for the options). */
-  readonly startWorker: (config?: Worker.WorkerConfig) => Promise<WorkerHandle>
+  readonly startWorker: (config?: StartWorkerOptions) => Promise<WorkerHandle>
   /** Stops every worker it started (gracefully), then closes its database connections. */
   readonly close: () => Promise<void>
 }
@@ -216,7 +231,7 @@ const settle = async <A, E>(exit: Promise<Exit.Exit<A, E>>): Promise<A> => {
 }
 
 // The keys of CreateOptions.
-const CREATE_OPTIONS: ReadonlySet<string> = new Set(["url", "pool", "jobs", "prefix", "tracing"])
+const CREATE_OPTIONS: ReadonlySet<string> = new Set(["url", "pool", "jobs", "prefix", "tracing", "logger"])
 
 /**
  * Creates a client: connects (the driver is loaded on demand), registers the job types, and
@@ -239,18 +254,24 @@ export const createLeasehold = async <const Types extends ReadonlyArray<PromiseJ
   if ((options.url === undefined) === (options.pool === undefined)) {
     throw new TypeError("createLeasehold needs exactly one of url and pool")
   }
+  const badLogger = loggerProblem(options.logger)
+  if (badLogger !== undefined) throw new TypeError(`createLeasehold: ${badLogger}`)
   // An empty file name would give SQLite a temporary database that vanishes on close.
   if (options.url !== undefined && options.url.trim() === "") {
     throw new TypeError("createLeasehold: url is empty (a database URL or a SQLite file name is needed)")
   }
   const client = options.pool !== undefined ? clientLayerForPgPool(options.pool) : clientLayerForUrl(options.url!)
+  // Kept, so that a worker's own logger can take its place (`startWorker`).
+  const clientLogger = options.logger === undefined ? undefined : makeLogger(options.logger)
   // The job types need nothing but what the layer provides (PromiseJobType), which the
   // compiler cannot see through the generic `Types`.
   const services = Leasehold.layer({ jobs: options.jobs, prefix: options.prefix }).pipe(
     Layer.provideMerge(client),
     Layer.provideMerge(Migrator.layer({ prefix: options.prefix }).pipe(Layer.provide(client))),
     // Built first, so the tracer it installs is the runtime's (src/runtime/tracing.ts).
-    Layer.provideMerge(options.tracing ?? Layer.empty)
+    Layer.provideMerge(options.tracing ?? Layer.empty),
+    // Before everything, so that every line the runtime's fibers write goes where it says.
+    Layer.provideMerge(clientLogger === undefined ? Layer.empty : loggerLayer(clientLogger, options.logger?.level))
   ) as Layer.Layer<Services, unknown>
   const runtime = ManagedRuntime.make(services)
   // Connect now, so a wrong URL or a missing driver rejects here rather than at first use.
@@ -264,13 +285,23 @@ export const createLeasehold = async <const Types extends ReadonlyArray<PromiseJ
   const workers = new Set<WorkerHandle>()
   let closing: Promise<void> | undefined
 
-  const startWorker = async (config: Worker.WorkerConfig = {}): Promise<WorkerHandle> => {
+  const startWorker = async (options: StartWorkerOptions = {}): Promise<WorkerHandle> => {
     if (closing !== undefined) throw new Error("startWorker: this client is closed")
+    const { logger, ...config } = options
+    const badLogger = loggerProblem(logger)
+    if (badLogger !== undefined) throw new TypeError(`startWorker: ${badLogger}`)
     const scope = await run(Scope.make())
-    const context = await run(Layer.buildWithScope(Worker.layer(config), scope)).catch(async (error) => {
-      await run(Scope.close(scope, Exit.void))
-      throw error
-    })
+    // The worker's fibers are started while this is built: a logger given here is theirs.
+    const built = Layer.buildWithScope(Worker.layer(config), scope)
+    const own = logger === undefined
+      ? built
+      : Effect.provide(built, loggerLayer(makeLogger(logger), logger.level, clientLogger))
+    const context = await run(own).catch(
+      async (error) => {
+        await run(Scope.close(scope, Exit.void))
+        throw error
+      }
+    )
     const worker = Context.get(context, Worker.WorkerHandle)
     let stopping: Promise<void> | undefined
     const handle: WorkerHandle = {

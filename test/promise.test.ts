@@ -407,7 +407,7 @@ describe("createLeasehold", () => {
     // A misspelt option (as from JavaScript) is refused by name, not dropped.
     const misspelt = { url: "unused.db", jobs: [], prefx: "app_" } as unknown as Parameters<typeof createLeasehold>[0]
     await expect(createLeasehold(misspelt)).rejects.toThrow(
-      /unknown option prefx \(known: url, pool, jobs, prefix, tracing\)/
+      /unknown option prefx \(known: url, pool, jobs, prefix, tracing, logger\)/
     )
   })
 

@@ -10,6 +10,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import { clientLayerForUrl } from "../adapters/clients.ts"
 import * as SqlJobInsights from "../adapters/sql/JobInsights.ts"
 import * as SqlJobStore from "../adapters/sql/JobStore.ts"
+import { type LoggerOptions, loggerLayer, loggerProblem, makeLogger } from "../runtime/logging.ts"
 import { type DashboardServices, handle } from "./app.ts"
 
 /** A node:http request handler; `next` (Express) receives an error the dashboard could not answer. */
@@ -70,6 +71,8 @@ export interface DashboardOptions extends HandlerOptions {
   readonly layer?: Layer.Layer<SqlClient, unknown> | undefined
   /** Table prefix (default `leasehold_`). */
   readonly prefix?: string | undefined
+  /** How the dashboard logs (src/runtime/logging.ts): as the Promise API's `logger`. */
+  readonly logger?: LoggerOptions | undefined
 }
 
 /** A dashboard with its own connection: mount `handler`, and `close` it when the server stops. */
@@ -87,7 +90,15 @@ export interface Dashboard {
 export const createDashboard = (options: DashboardOptions): Dashboard => {
   const client = options.layer ?? (options.url === undefined ? undefined : clientLayerForUrl(options.url))
   if (client === undefined) throw new TypeError("createDashboard: give `url` or `layer`")
-  const runtime = ManagedRuntime.make(Layer.provide(servicesLayer(options.prefix), client))
+  const badLogger = loggerProblem(options.logger)
+  if (badLogger !== undefined) throw new TypeError(`createDashboard: ${badLogger}`)
+  const runtime = ManagedRuntime.make(
+    Layer.provide(servicesLayer(options.prefix), client).pipe(
+      Layer.provideMerge(
+        options.logger === undefined ? Layer.empty : loggerLayer(makeLogger(options.logger), options.logger.level)
+      )
+    )
+  )
   const token = options.token ?? process.env.LEASEHOLD_DASHBOARD_TOKEN
   let handler: Promise<NodeHandler> | undefined
   return {

@@ -1,6 +1,6 @@
 /**
- * `leasehold/dashboard`: the web dashboard as a node:http / Express handler (README, "The
- * dashboard"). `createDashboard({ url })` for any app; `nodeHandler(runtime)` for an Effect app
+ * `leasehold/dashboard`: the web dashboard as a node:http / Express handler
+ * (docs/observability.md). `createDashboard({ url })` for any app; `nodeHandler(runtime)` for an Effect app
  * that already provides the services (`servicesLayer` over its SqlClient); `handle` for any other
  * server (a request in, a response out).
  */

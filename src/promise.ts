@@ -33,7 +33,7 @@ export interface PromiseJobContext {
   /**
    * The lease this attempt holds (a job with a concurrency key or `exclusive`) with its fencing
    * token, greater than every earlier holder's: hand it to a resource that keeps the highest
-   * (README, "What a lease can and cannot promise"). Null for a job without a lease.
+   * (docs/fencing.md). Null for a job without a lease.
    */
   readonly lease: { readonly name: string; readonly fencingToken: bigint } | null
   /**

@@ -15,7 +15,7 @@ import {
   type Block,
   checkBlocks,
   type CheckResult,
-  contentsProblems,
+  anchorProblems,
   docFiles,
   documentationBlocks,
   ENTRY_POINTS,
@@ -24,6 +24,7 @@ import {
   isTypeScript,
   missingCitations,
   ROOT,
+  unindexedPages,
   untaggedBlocks,
   withoutWhitespace
 } from "./support/docSnippets.ts"
@@ -83,7 +84,7 @@ describe("the documentation's code blocks", () => {
     }
     const block = (doc: string, marker: string) =>
       blocks.find((b) => b.doc === doc && isTypeScript(b) && b.code.includes(marker))?.code ?? `(no block in ${doc})`
-    expect(withoutWhitespace(block("README.md", "a busy key defers the job")), "README.md's testing example")
+    expect(withoutWhitespace(block("docs/testing.md", "a busy key defers the job")), "docs/testing.md's first test")
       .toBe(asTest("test/readme-example.test.ts", true))
     expect(withoutWhitespace(block("docs/testing.md", "drain dies on a job")), "docs/testing.md's example")
       .toBe(asTest("test/testing-kit.test.ts", false))
@@ -96,9 +97,19 @@ describe("the documentation's code blocks", () => {
     expect(problems, problems.join("\n")).toEqual([])
   })
 
-  it("README.md's contents list its sections, and its in-page links name headings", () => {
-    const problems = contentsProblems(readFileSync(join(ROOT, "README.md"), "utf8"))
+  it("every link to an anchor names a heading of its page", () => {
+    const problems = docFiles()
+      .flatMap((doc) => anchorProblems(doc, readFileSync(join(ROOT, doc), "utf8")))
+      .map(formatProblem)
     expect(problems, problems.join("\n")).toEqual([])
+  })
+
+  it("docs/README.md, the index, links every page of docs/", () => {
+    expect(unindexedPages()).toEqual([])
+  })
+
+  it("README.md is a landing page: at most 300 lines", () => {
+    expect(readFileSync(join(ROOT, "README.md"), "utf8").split("\n").length).toBeLessThanOrEqual(300)
   })
 
   it("imports of \"leasehold\" and its entry points resolve to src/", () => {

@@ -1,6 +1,6 @@
 /**
  * A worker beside a flood of enqueues from its own process, on every database (docs/behaviour.md
- * §15): the app asks for 5,000 enqueues at once, far more than the pool serves at a time, and the
+ * §16): the app asks for 5,000 enqueues at once, far more than the pool serves at a time, and the
  * worker sharing that pool keeps claiming and starting jobs while they wait. Its statements wait
  * behind at most the enqueues' share of the pool (src/core/connections.ts), never behind every
  * enqueue asked for.

@@ -1,6 +1,6 @@
 /**
  * PostgreSQL wake-ups sent after the write, not in it (src/adapters/sql/wakeupSignal.ts,
- * docs/behaviour.md §15): no statement an enqueue or a worker sends outside a transaction
+ * docs/behaviour.md §16): no statement an enqueue or a worker sends outside a transaction
  * notifies, since a notifying commit waits in one database-wide line; the notification follows
  * as a statement of its own, and a listener in another process still hears of the enqueue and of
  * a hand-off. Tables have a prefix of their own.

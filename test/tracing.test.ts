@@ -1,6 +1,6 @@
 /**
  * Traces beyond the per-adapter suite (test/conformance/tracing.ts): the stored traceparent's
- * format (src/core/traceContext.ts); a long-running worker wired as README's "Traces" shows it
+ * format (src/core/traceContext.ts); a long-running worker wired as docs/tracing.md shows it
  * (the tracer provided around the services) reports each attempt linked to its enqueue; and with
  * Effect's default tracer no attempt span is made at all (src/runtime/tracing.ts); the Promise
  * client's `tracing` option does the same for apps without Effect, whose enqueue takes the

@@ -2,7 +2,7 @@
  * Wake-ups within one process: an enqueue rings the workers of the same process that claim from
  * the same tables, at once, on every database (PostgreSQL's LISTEN/NOTIFY also reaches other
  * processes; MySQL/MariaDB and SQLite have no such signal, and their workers otherwise wait out
- * their poll interval: about half a second on average at the default 1 s, issue 13).
+ * their poll interval).
  *
  * A ring is only a hint: a worker woken for a job another process took, or for the same job
  * twice, finds nothing and goes back to sleep.

@@ -5,8 +5,8 @@
  * registered only then (./jobModule.ts).
  *
  * `leasehold [command…] --help` (or `-h`) prints that command's page from ./helpPages.ts
- * (./fastHelp.ts) without loading @effect/cli and effect (about 0.6 s of module loading on Node
- * 20, most of the time a help page takes). The pages are the live CLI's own output: the CLI tests (test/support/cli.ts)
+ * (./fastHelp.ts) without loading @effect/cli and effect, whose modules take most of the time a
+ * help page would take. The pages are the live CLI's own output: the CLI tests (test/support/cli.ts)
  * generate them and fail when one differs from what the live CLI prints (`npx vitest run
  * test/cli-sqlite.test.ts -u` rewrites the file). Anything else runs the CLI (./main.ts).
  *

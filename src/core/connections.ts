@@ -1,6 +1,6 @@
 /**
  * How a store shares its client's connections between the app's enqueues and the worker
- * (docs/behaviour.md §15).
+ * (docs/behaviour.md §16).
  *
  * An app that enqueues from the process that runs its worker shares one pool with it. A pool
  * hands out connections in the order they were asked for, so a burst of enqueues that outruns the

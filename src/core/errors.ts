@@ -262,7 +262,7 @@ export class WorkerConfigError extends Data.TaggedError("WorkerConfigError")<{
 
 /**
  * The driver packages for a database are not installed: leasehold loads a database's driver only
- * when that database is used, so an app installs just its own (README, "Install").
+ * when that database is used, so an app installs just its own (README.md, "Install").
  */
 export class DriverNotInstalledError extends Data.TaggedError("DriverNotInstalledError")<{
   readonly database: DatabaseKind

@@ -299,7 +299,7 @@ export const isWaiting = (row: JobRow, leaseName: string, exceptId?: string): bo
  * already was, nor than when it was enqueued. Claims take the oldest run_at first, so a waiter
  * made due at `now` would wait behind every job of its key enqueued before then, and the next
  * hand-offs would wake it again (it is still the best waiter) rather than a waiter asleep behind
- * it (issue 13's hot key: every 8th hand-off then went through the database).
+ * it (on a hot key, the hand-offs that go through the database would keep waking the same job).
  */
 export const applyHandOff = (row: JobRow, now: number): JobRow => ({
   ...row,

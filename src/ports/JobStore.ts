@@ -179,3 +179,31 @@ export class JobStore extends Context.Tag("leasehold/JobStore")<JobStore, JobSto
 
 /** The LeaseLock on leasehold's job-lock table, for exclusive jobs and concurrency keys. */
 export class JobLeases extends Context.Tag("leasehold/JobLeases")<JobLeases, LeaseLockApi>() {}
+
+/**
+ * The store's reads and administrative writes (jobs by id or filter, counts, dead jobs, cancel,
+ * purge, hosts, lost leases): the part of the API each store implements apart from the paths of
+ * enqueue, claim and finish.
+ */
+export type JobStoreAdminApi = Pick<
+  JobStoreApi,
+  | "get"
+  | "list"
+  | "counts"
+  | "queueDepths"
+  | "claimState"
+  | "retryDead"
+  | "retryDeadWhere"
+  | "discardDeadWhere"
+  | "cancel"
+  | "purge"
+  | "pruneHosts"
+  | "touchHost"
+  | "getHost"
+  | "listHosts"
+  | "drain"
+  | "resume"
+  | "recordLostLease"
+  | "lostLeases"
+  | "pruneLostLeases"
+>

@@ -19,7 +19,7 @@ export interface WakeupsApi {
   /**
    * Optional: the same signals for a consumer that only needs to be told, as `signal()` called
    * straight from the driver's callback (no stream and no fiber between the database and the
-   * call; issue 13: the stream cost a woken worker about a millisecond). The effect listens
+   * call, which a stream would add to every wake-up's path). The effect listens
    * until it is interrupted, under the same rules as `listen`. A worker uses it when present.
    */
   readonly onSignal?: (channel: string, signal: () => void) => Option.Option<Effect.Effect<void>>

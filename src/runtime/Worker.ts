@@ -7,9 +7,10 @@
  * record completed / retry / dead (fenced on the claim token) → [release the lease and hand off
  * to the next job waiting on it].
  *
- * This module is the public face; the parts live in ./worker/: options.ts (checked once per entry
- * point), results.ts, attempt.ts with perform.ts and outcome.ts, turns.ts, hosts.ts,
- * doorbell.ts and longRunning.ts.
+ * This module is the public face; the parts live in ./worker/ (docs/architecture.md lists them):
+ * options.ts (checked once per entry point), results.ts, attempt.ts and the parts of an attempt,
+ * turns.ts, hosts.ts, doorbell.ts, and longRunning.ts with the components of a long-running
+ * worker.
  */
 
 /** Options of the entry points. */

@@ -1,5 +1,5 @@
 /**
- * Cancelling jobs (docs/behaviour.md §14): one by id (`cancel`), or every unfinished job of a
+ * Cancelling jobs (docs/behaviour.md §15): one by id (`cancel`), or every unfinished job of a
  * type, queue or status (`cancelWhere`). Exported as `Job.cancel` and `Job.cancelWhere`; the
  * Promise API, the CLI (`leasehold jobs cancel`) and apps' own admin screens call these.
  *

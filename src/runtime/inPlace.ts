@@ -1,7 +1,7 @@
 /**
  * Setting a FiberRef on the running fiber in place, from inside `Effect.withFiberRuntime`: what
- * `FiberRef.set` does, without its own two steps (issue 13: the attempt's log annotations and
- * perform's context were set twice per job, four steps of about sixty).
+ * `FiberRef.set` does, without its own two steps (the attempt's log annotations and perform's
+ * context are set on every job's path).
  */
 import type { Fiber, FiberRef } from "effect"
 

@@ -6,7 +6,7 @@
  * (or Express) server, `serve` on a port of its own (`leasehold worker --metrics-port`).
  *
  * The counters are plain numbers in a map per job type and queue, updated once per attempt
- * without allocating (issue 13 counts the worker's CPU per job): an Effect `Metric` with tags
+ * without allocating, on every job's path: an Effect `Metric` with tags
  * would look its series up in a registry, building a key from the tags, on every update.
  */
 import type { SqlError } from "@effect/sql/SqlError"

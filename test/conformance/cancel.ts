@@ -1,5 +1,5 @@
 /**
- * Cancellation (docs/behaviour.md §14, issue 14 item 2) on every adapter, under TestClock: one job
+ * Cancellation (docs/behaviour.md §15) on every adapter, under TestClock: one job
  * by id or many by filter, typed errors that change nothing, a running attempt stopped at its
  * heartbeat (never reported as fenced) with its lease released and handed off, and a claimed job
  * waiting in a long-running worker's buffer that never starts.

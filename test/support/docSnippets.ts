@@ -38,9 +38,14 @@ export const ENTRY_POINTS: Readonly<Record<string, string>> = Object.fromEntries
   })
 )
 
-/** The Markdown files whose blocks are checked: README.md and docs/*.md, relative to the root. */
+/**
+ * The Markdown files whose blocks are checked: README.md, CONTRIBUTING.md, bench/README.md and
+ * docs/*.md, relative to the root.
+ */
 export const docFiles = (): ReadonlyArray<string> => [
   "README.md",
+  "CONTRIBUTING.md",
+  "bench/README.md",
   ...readdirSync(join(ROOT, "docs"))
     .filter((f) => f.endsWith(".md"))
     .sort()
@@ -244,24 +249,32 @@ export const withoutWhitespace = (code: string): string => code.replace(/\s+/g, 
 export const anchorOf = (heading: string): string =>
   heading.trim().toLowerCase().replace(/[^\p{L}\p{N}_\- ]/gu, "").replace(/ /g, "-")
 
+/** The anchors of a Markdown page's headings (outside code blocks). */
+const anchorsOf = (text: string): ReadonlySet<string> =>
+  new Set([...text.replace(/^```[\s\S]*?^```/gm, "").matchAll(/^#{1,6} (.+)$/gm)].map((m) => anchorOf(m[1]!)))
+
 /**
- * README.md's table of contents against its `## ` headings: each heading but "Contents" listed
- * once, in order, and every in-page link (`](#anchor)`) naming a heading of the page.
+ * The links of page `doc` to an anchor (`](#anchor)`, `](page.md#anchor)`) that names no heading
+ * of the page it points at.
  */
-export const contentsProblems = (text: string): ReadonlyArray<string> => {
-  const headings = [...text.matchAll(/^#{2,6} (.+)$/gm)].map((m) => m[1]!)
-  const sections = text.match(/^## (.+)$/gm)!.map((h) => h.slice(3)).filter((h) => h !== "Contents")
-  const contents = text.slice(text.indexOf("## Contents"))
-  const listed = [...contents.slice(0, contents.indexOf("\n## ", 3)).matchAll(/^- \[(.+)\]\(#(.+)\)$/gm)]
-  const problems: Array<string> = []
-  const expected = sections.map((h) => `${h} (#${anchorOf(h)})`)
-  const actual = listed.map((m) => `${m[1]} (#${m[2]})`)
-  if (expected.join("\n") !== actual.join("\n")) {
-    problems.push(`the contents list\n  ${actual.join("\n  ")}\nshould be\n  ${expected.join("\n  ")}`)
-  }
-  const anchors = new Set(headings.map(anchorOf))
-  for (const [, anchor] of text.matchAll(/\]\(#([^)]+)\)/g)) {
-    if (!anchors.has(anchor!)) problems.push(`a link to #${anchor}, which no heading has`)
-  }
+export const anchorProblems = (doc: string, text: string): ReadonlyArray<Problem> => {
+  const problems: Array<Problem> = []
+  text.split(/\r?\n/).forEach((content, i) => {
+    for (const [, target] of content.matchAll(LINK)) {
+      const [path, anchor] = target!.split("#")
+      if (anchor === undefined || /^[a-z][a-z0-9+.-]*:/i.test(target!)) continue
+      const page = path === "" ? doc : join(dirname(doc), path!)
+      if (!page.endsWith(".md") || !existsSync(join(ROOT, page))) continue
+      const anchors = page === doc ? anchorsOf(text) : anchorsOf(readFileSync(join(ROOT, page), "utf8"))
+      if (!anchors.has(anchor)) problems.push({ doc, line: i + 1, message: `${target} names no heading of ${page}` })
+    }
+  })
   return problems
+}
+
+/** The pages under docs/ that docs/README.md, the index, does not link to. */
+export const unindexedPages = (): ReadonlyArray<string> => {
+  const index = readFileSync(join(ROOT, "docs", "README.md"), "utf8")
+  return readdirSync(join(ROOT, "docs"))
+    .filter((f) => f.endsWith(".md") && f !== "README.md" && !index.includes(`](${f})`))
 }

@@ -1,29 +1,18 @@
 /**
  * The in-memory JobStore: a fold over the job transitions of src/core/transitions.ts, one
  * atomic `Ref` update per write, so claims cannot interleave (which the SQL stores achieve with
- * row locks). It is the model the SQL stores must agree with.
+ * row locks). It is the model the SQL stores must agree with. Its reads and administration are
+ * in ./jobStoreAdmin.ts, its tables in ./jobTables.ts.
  */
 import * as LocalWakeups from "../localWakeups.ts"
 import { Effect, Layer, Option, Ref } from "effect"
 import type { SqlError } from "@effect/sql/SqlError"
 import { randomUUID } from "node:crypto"
-import { mayPruneHost } from "../../core/hosts.ts"
 import { isStale } from "../../core/jobs.ts"
 import type { LeaseRow } from "../../core/lease.ts"
-import type {
-  ClaimInput,
-  ClaimResult,
-  DeadJobFilter,
-  HostRow,
-  JobCount,
-  JobRow,
-  LeaseTransfer,
-  NewJob,
-  QueueDepth
-} from "../../core/model.ts"
+import type { ClaimInput, ClaimResult, JobRow, LeaseTransfer, NewJob } from "../../core/model.ts"
 import { tableNames, tokensTable } from "../../core/tables.ts"
 import {
-  applyCancel,
   applyClaim,
   applyFreeKey,
   applyHeartbeat,
@@ -32,10 +21,7 @@ import {
   applyHandOff,
   applyOutcome,
   applyReap,
-  applyRetryDead,
   claimOrder,
-  deadOrder,
-  claimStateOf,
   handOffOrder,
   isWaiting,
   finishHandsOff,
@@ -43,34 +29,18 @@ import {
   keyNotSkipped,
   onePerKey,
   isOurs,
-  isRetryable,
   keyFreed,
-  matchesDead,
-  matchesCancel,
   mayDefer,
   newJobRow
 } from "../../core/transitions.ts"
 import { type InsertResult, JobLeases, JobStore, type JobStoreApi } from "../../ports/JobStore.ts"
 import { rememberingTable } from "../jobLeases.ts"
 import { MemoryDatabase, type MemoryDatabaseApi, type MemoryTables, modifyTable, noSuchTable } from "./database.ts"
+import { memoryJobStoreAdmin } from "./jobStoreAdmin.ts"
+import { memoryJobTables, put } from "./jobTables.ts"
 import { makeMemoryLeaseLock } from "./LeaseLock.ts"
 import { memoryScheduleStoreLayer } from "./ScheduleStore.ts"
 import type { ScheduleStore } from "../../ports/ScheduleStore.ts"
-import type { LostLeaseRow } from "../../core/lostLeases.ts"
-
-const byName = <A>(key: (a: A) => string) => (a: A, b: A) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0)
-
-/** A host row as a drain or resume first creates it. */
-const newHost = (host: string, now: number): HostRow => ({
-  host,
-  lastSeenAt: now,
-  startedAt: now,
-  running: 0,
-  maxConcurrent: 0,
-  draining: false,
-  drainExpiresAt: null,
-  codeVersion: null
-})
 
 /**
  * Builds the in-memory JobStore on `db` for one prefix. Its tables must exist (the migrator
@@ -81,25 +51,8 @@ export const makeMemoryJobStore = (
   options: { readonly prefix?: string | undefined } = {}
 ): JobStoreApi => {
   const tables = tableNames(options.prefix)
-  const jobsTable = <A>(f: (rows: ReadonlyMap<string, JobRow>) => readonly [A, ReadonlyMap<string, JobRow>?]) =>
-    modifyTable(db, tables.jobs, f)
-  const hostsTable = <A>(f: (rows: ReadonlyMap<string, HostRow>) => readonly [A, ReadonlyMap<string, HostRow>?]) =>
-    modifyTable(db, tables.hosts, f)
-  const put = <V>(rows: ReadonlyMap<string, V>, key: string, row: V) => new Map(rows).set(key, row)
-  const lostTable = <A>(
-    f: (rows: ReadonlyMap<string, LostLeaseRow>) => readonly [A, ReadonlyMap<string, LostLeaseRow>?]
-  ) => modifyTable(db, tables.lostLeases, f)
-  // Newest first, as the SQL stores order them.
-  const newestLost = (rows: ReadonlyMap<string, LostLeaseRow>) =>
-    [...rows.values()].sort((a, b) => b.lostAt - a.lostAt || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
-
-  /** Applies `change` to one row if `guard` holds; true when it changed. */
-  const update = (id: string, guard: (row: JobRow) => boolean, change: (row: JobRow) => JobRow) =>
-    jobsTable((rows) => {
-      const row = rows.get(id)
-      if (row === undefined || !guard(row)) return [false]
-      return [true, put(rows, id, change(row))]
-    })
+  const jobTables = memoryJobTables(db, tables)
+  const { jobsTable, update } = jobTables
 
   // A woken waiter is due now: this process's workers hear of it (src/adapters/localWakeups.ts).
   const handOff = (leaseName: string, now: number, exceptId?: string) =>
@@ -209,23 +162,6 @@ export const makeMemoryJobStore = (
       return [results, next]
     })
 
-  // Up to `limit` dead rows matching `filter`, longest dead first, each replaced by `change`
-  // (or deleted when it gives undefined); how many.
-  const deadWhere = (filter: DeadJobFilter, limit: number, change: (row: JobRow) => JobRow | undefined) =>
-    jobsTable((rows) => {
-      const taken = [...rows.values()].filter((r) => matchesDead(r, filter)).sort(deadOrder).slice(0, limit)
-      const next = new Map(rows)
-      for (const r of taken) {
-        const changed = change(r)
-        if (changed === undefined) next.delete(r.id)
-        else next.set(r.id, changed)
-      }
-      return [taken.length, next]
-    })
-
-  const upsertHost = (host: string, now: number, change: (row: HostRow) => HostRow) =>
-    hostsTable((rows) => [undefined, put(rows, host, change(rows.get(host) ?? newHost(host, now)))])
-
   return JobStore.of({
     tables,
     // One process: its enqueues ring its workers directly (src/adapters/localWakeups.ts).
@@ -296,98 +232,7 @@ export const makeMemoryJobStore = (
         (r) => applyReap(r, decision, now)
       ),
     handOff,
-    get: (id) => jobsTable((rows) => [Option.fromNullable(rows.get(id))]),
-    list: (f) =>
-      jobsTable((rows) => [
-        [...rows.values()]
-          .filter((r) =>
-            (f.status === undefined || r.status === f.status) && (f.queue === undefined || r.queue === f.queue) &&
-            (f.name === undefined || r.name === f.name)
-          )
-          .sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-          .slice(0, f.limit)
-      ]),
-    counts: jobsTable((rows) => {
-      const counts = new Map<string, JobCount>()
-      for (const r of rows.values()) {
-        const key = JSON.stringify([r.queue, r.status])
-        counts.set(key, { queue: r.queue, status: r.status, count: (counts.get(key)?.count ?? 0) + 1 })
-      }
-      return [
-        [...counts.values()].sort((a, b) =>
-          byName<JobCount>((c) => c.queue)(a, b) || byName<JobCount>((c) => c.status)(a, b)
-        )
-      ]
-    }),
-    queueDepths: (now) =>
-      jobsTable((rows) => {
-        const depths = new Map<string, QueueDepth>()
-        for (const r of rows.values()) {
-          if (!isDue(r, now, undefined)) continue
-          const d = depths.get(r.queue)
-          depths.set(r.queue, {
-            queue: r.queue,
-            due: (d?.due ?? 0) + 1,
-            oldestRunAt: Math.min(d?.oldestRunAt ?? r.runAt, r.runAt)
-          })
-        }
-        return [[...depths.values()].sort(byName<QueueDepth>((d) => d.queue))]
-      }),
-    retryDead: (id, now) => update(id, isRetryable, (r) => applyRetryDead(r, now)),
-    retryDeadWhere: (filter, now, limit) => deadWhere(filter, limit, (r) => applyRetryDead(r, now)),
-    discardDeadWhere: (filter, limit) => deadWhere(filter, limit, () => undefined),
-    cancel: (filter, now) =>
-      jobsTable((rows) => {
-        const hit = [...rows.values()].filter((r) => matchesCancel(r, filter))
-        if (hit.length === 0) return [0]
-        const next = new Map(rows)
-        for (const r of hit) next.set(r.id, applyCancel(r, now))
-        return [hit.length, next]
-      }),
-    claimState: (claim) => jobsTable((rows) => [claimStateOf(rows.get(claim.id), claim.token)]),
-    purge: (status, before, limit = Infinity) =>
-      jobsTable((rows) => {
-        const finished = (r: JobRow) => (status === "completed" ? r.completedAt : r.failedAt)
-        const gone = [...rows.values()]
-          .filter((r) => r.status === status && finished(r) !== null && finished(r)! < before)
-          .sort((a, b) => finished(a)! - finished(b)! || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-          .slice(0, limit)
-        const next = new Map(rows)
-        for (const r of gone) next.delete(r.id)
-        return [gone.length, next]
-      }),
-    pruneHosts: (seenBefore, now) =>
-      hostsTable((rows) => {
-        const gone = [...rows.values()].filter((h) => mayPruneHost(h, seenBefore, now))
-        const next = new Map(rows)
-        for (const h of gone) next.delete(h.host)
-        return [gone.length, next]
-      }),
-    touchHost: (host, now, fields) =>
-      upsertHost(
-        host,
-        now,
-        (r) => ({ ...r, lastSeenAt: now, maxConcurrent: fields.maxConcurrent, codeVersion: fields.codeVersion })
-      ),
-    getHost: (host) => hostsTable((rows) => [Option.fromNullable(rows.get(host))]),
-    listHosts: hostsTable((rows) => [[...rows.values()].sort(byName<HostRow>((h) => h.host))]),
-    drain: (host, now, expiresAt) =>
-      upsertHost(host, now, (r) => ({ ...r, draining: true, drainExpiresAt: expiresAt, lastSeenAt: now })),
-    resume: (host, now) =>
-      upsertHost(host, now, (r) => ({ ...r, draining: false, drainExpiresAt: null, lastSeenAt: now })),
-    recordLostLease: (row) => lostTable((rows) => [undefined, put(rows, row.id, row)]),
-    lostLeases: (limit) => lostTable((rows) => [newestLost(rows).slice(0, limit)]),
-    pruneLostLeases: (before, keep) =>
-      lostTable((rows) => {
-        const cut = Math.max(
-          before ?? Number.NEGATIVE_INFINITY,
-          newestLost(rows)[keep - 1]?.lostAt ?? Number.NEGATIVE_INFINITY
-        )
-        const gone = [...rows.values()].filter((r) => r.lostAt < cut)
-        const next = new Map(rows)
-        for (const r of gone) next.delete(r.id)
-        return [gone.length, next]
-      })
+    ...memoryJobStoreAdmin(jobTables)
   })
 }
 

@@ -4,7 +4,9 @@
  * names compare exactly as written (the server default is case-insensitive).
  */
 import { MAX_HISTORY } from "../../core/history.ts"
-import { type Dialect, errorCode, isNetworkError, JOB_COLUMNS, type JobSqlContext, newJobRows } from "../sql/dialect.ts"
+import { JOB_COLUMNS, newJobRows } from "../sql/columns.ts"
+import type { Dialect, JobSqlContext } from "../sql/dialect.ts"
+import { errorCode, isNetworkError } from "../sql/driverErrors.ts"
 import { NEXT_READ_COMMITTED } from "../sql/transaction.ts"
 import { literalInt, RawSql, SqlList, type Syntax, sqlFor } from "../sql/statement.ts"
 

@@ -29,10 +29,9 @@ export const writeSetCheck = {
  * optimistic: of the transactions that wrote one row on several nodes at once, the first to
  * commit wins and every other is rolled back; sent again at once, the losers meet each other
  * again and one wins each round, so with ten claims on one host row (a host cap) the last lost
- * nine times in a row and gave up (about one run in ten). Spread out at random, most of them no
- * longer overlap. Windows starting below a claim's own few milliseconds still let one run in
- * 30–40 of twenty such claims give up (below 2 ms doubling, at most 100 ms); none of 50 with
- * these (twenty claims, as the per-host cap's concurrency test of test/conformance/worker.ts races
- * them). How the wait is taken: test/unit/transientRetry.test.ts.
+ * nine times in a row and gave up. Spread out at random, most of them no longer overlap; windows
+ * shorter than a claim's own few milliseconds still let some give up (twenty claims, as the
+ * per-host cap's concurrency test of test/conformance/worker.ts races them). How the wait is
+ * taken: test/unit/transientRetry.test.ts.
  */
 export const certificationBackoff = (attempt: number): number => Math.random() * Math.min(250, 5 * 2 ** attempt)

@@ -4,17 +4,9 @@
  */
 import { MAX_HISTORY } from "../../core/history.ts"
 import type { NewJob } from "../../core/model.ts"
-import {
-  type ClaimParts,
-  type Dialect,
-  errorCode,
-  isNetworkError,
-  JOB_COLUMNS,
-  type JobSqlContext,
-  NEW_JOB_COLUMNS,
-  newJobRecord,
-  newJobRows
-} from "../sql/dialect.ts"
+import { JOB_COLUMNS, NEW_JOB_COLUMNS, newJobRecord, newJobRows } from "../sql/columns.ts"
+import type { ClaimParts, Dialect, JobSqlContext } from "../sql/dialect.ts"
+import { errorCode, isNetworkError } from "../sql/driverErrors.ts"
 import { literalInt, RawSql, type Statement, type Syntax, sqlFor } from "../sql/statement.ts"
 
 const syntax: Syntax = {
@@ -29,8 +21,8 @@ const insert = (c: JobSqlContext, j: NewJob) =>
   c.sql`INSERT INTO ${c.jobs} ${newJobRows(c, [j])} ON CONFLICT (unique_key) DO NOTHING`
 // Many rows as one JSON parameter, read as rows of the jobs table's own type: one value to bind
 // and one text to parse, whatever the batch's size. As a VALUES list, 1,000 rows were 13,000
-// parameters, whose bind alone took PostgreSQL 14 ms (issue 13: a batch enqueue of 20,000 jobs
-// took 4.5 × as long as graphile-worker's, which sends its batch this way).
+// parameters, whose bind alone took longer than the insert (graphile-worker sends its batch this
+// way too).
 const insertMany = (c: JobSqlContext, jobs: ReadonlyArray<NewJob>) =>
   c.sql`INSERT INTO ${c.jobs} (${NEW_JOB_COLUMNS}) SELECT ${NEW_JOB_COLUMNS} FROM json_populate_recordset(NULL::${c.jobs}, ${
     JSON.stringify(jobs.map(newJobRecord))
@@ -56,10 +48,9 @@ const bumpTokens = (tokens: RawSql, names: Statement, returning: string) =>
 // them by primary key whatever the statistics say. The hidden limit is costed as a tenth of the
 // due rows, and with statistics that show a large queue (autovacuum analyzed it) `IN` was planned
 // as a hash join over a scan of the whole jobs table, once per claim: a drain of 20,000 jobs
-// analyzed before it began ran at half speed (issue 13; test/claim-plan.test.ts). The exception
+// analyzed before it began ran far slower (test/claim-plan.test.ts). The exception
 // is a table the planner takes for small (a few dozen pages, or not analyzed yet): costing the
-// array it cannot see as ten lookups, it reads such a table whole instead (measured on 50–56
-// pages: 0.10–0.23 ms of the claim's 0.20–0.38 ms), a cost that stops growing where the lookups
+// array it cannot see as ten lookups, it reads such a table whole instead, a cost that stops growing where the lookups
 // become the cheaper plan.
 const claimDue = ({ jobs, sql }: JobSqlContext, { due, limit, onePerKey, set }: ClaimParts) => {
   const locked =
@@ -137,8 +128,8 @@ export const postgres: Dialect = {
       // `LIMIT (SELECT n)`, not `LIMIT n`: statistics lag a bulk enqueue (autovacuum analyzes at
       // most once a naptime, a minute by default), and a table analyzed while its queue was empty
       // estimates two pending rows. Shown LIMIT 10 of an estimated two, the planner costs the
-      // whole scan and prefers a bitmap scan that reads and sorts every due row (32 ms at 20,000,
-      // issue 13) to the ready index's ordered scan that stops after n. A limit it cannot read
+      // whole scan and prefers a bitmap scan that reads and sorts every due row to the ready
+      // index's ordered scan that stops after n. A limit it cannot read
       // is costed as a fraction of the rows, and the ordered scan wins under any estimate
       // (test/claim-plan.test.ts).
       statement: claimDue,
@@ -214,8 +205,7 @@ SELECT (SELECT COUNT(*) FROM done) AS written, ${counts}, (SELECT COUNT(*) FROM 
       // where the attempts completed here are still processing: never their own waiters.
       // The attempts are bound as three arrays, so the text is one whatever the batch's size:
       // as a list of placeholders, a batch of 40 ran past preparing.ts's MAX_TEXT_LENGTH and was
-      // parsed and planned on every call (0.5 + 0.55 ms, 25 µs of PostgreSQL's CPU per job, issue
-      // 13). `= ANY` finds the rows by primary key; the pairs then keep each id with its own token
+      // parsed and planned on every call. `= ANY` finds the rows by primary key; the pairs then keep each id with its own token
       // (columns named: a `*` is never prepared, ./preparing.ts).
       completeLeased: ({ sql, jobLocks }, p) => {
         const ids = sql`CAST(${p.ids} AS VARCHAR[])`

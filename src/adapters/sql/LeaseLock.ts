@@ -128,7 +128,7 @@ export const make = (options: { readonly table: string }): Effect.Effect<LeaseLo
         }),
         (a) => a.token
       )
-    // One round trip (src/adapters/sql/dialect.ts `AcquireStrategy`): its last row says whether it
+    // One round trip (src/adapters/sql/leaseDialect.ts `AcquireStrategy`): its last row says whether it
     // took the lease, and with which token.
     const packedAcquire = (statement: Statement, row: LeaseRow) =>
       Effect.flatMap(

@@ -1,82 +1,14 @@
 /**
- * What each dialect folder (src/adapters/postgres, mysql, sqlite) supplies to the shared SQL
- * stores: its syntax, its own statements, and how it classifies driver errors.
+ * The contract each dialect folder (src/adapters/postgres, mysql, sqlite) fulfils for the shared
+ * SQL stores: its syntax, its own statements, the strategies it chooses where databases differ in
+ * how something is done, and how it classifies driver errors. Types only: the column lists and
+ * new-row builders the dialects share are in ./columns.ts, reading driver error codes in
+ * ./driverErrors.ts, and the lease and fence tables' part of the contract in ./leaseDialect.ts.
  */
 import type { AttemptOutcome } from "../../core/history.ts"
-import { type LeaseRow, leaseWindowMs } from "../../core/lease.ts"
 import type { ClaimInput, NewJob } from "../../core/model.ts"
-import { RawSql, type SqlList, type Statement, type Syntax } from "./statement.ts"
-
-/**
- * How a dialect takes a lease that may be free, expired or held. Every acquisition also bumps
- * the name's fencing-token counter (the `<table>_tokens` table), atomically with it, so a token is
- * strictly greater than every earlier token of that name (docs/behaviour.md §2).
- */
-export type AcquireStrategy =
-  /**
-   * One statement inserts or takes over and bumps the counter (PostgreSQL: `INSERT … ON CONFLICT
-   * DO UPDATE … WHERE expired RETURNING` in a data-modifying CTE). It returns at most one row:
-   * `got` 1 with the new `token` when it took the lease; else `got` 0 with the `lockowner` and
-   * `token` the statement's snapshot shows (no row: none there). A lease ours before the
-   * statement began is in its snapshot; one another caller wrote meanwhile is not ours either way.
-   */
-  | {
-    readonly kind: "upsertWithToken"
-    readonly statement: (table: RawSql, tokens: RawSql, row: LeaseRow) => Statement
-  }
-  /**
-   * Two statements, no transaction (SQLite, which has no data-modifying CTE). `bump` adds 1 to
-   * the counter only if the lease is free or expired at `row.acquiredAt` and returns the new
-   * `token` (no row: held, maybe by us). `upsert` then inserts or takes over the expired lease
-   * `RETURNING lockowner`, but only while the counter still holds `token`: a row back means we
-   * got it, with that token. Each acquisition thus writes its row when the counter holds its own
-   * token, which no other bump returned, so tokens strictly increase in acquisition order; a
-   * bump whose upsert lost a race is a token nobody holds.
-   */
-  | {
-    readonly kind: "bumpThenUpsert"
-    readonly bump: (table: RawSql, tokens: RawSql, row: LeaseRow) => Statement
-    readonly upsert: (table: RawSql, tokens: RawSql, row: LeaseRow, token: bigint) => Statement
-  }
-  /**
-   * Read first; insert when there is no row, else take over with a guarded UPDATE, then
-   * `bumpToken`, all in one transaction (MySQL: a duplicate key fails a plain INSERT without
-   * aborting the transaction). That is the Galera cluster's form (its commit is checked,
-   * src/adapters/sql/transaction.ts `mustCommitWrites`). Elsewhere `packed` is used: statements
-   * sent as one multi-statement query, in one transaction, one round trip; they insert or take
-   * over the lease and bump the counter only if they did, and end with a SELECT of one row:
-   * `got` (1: this call took the lease), `lockowner` and the name's `token` (null: no counter
-   * row yet).
-   */
-  | {
-    readonly kind: "readThenInsert"
-    readonly packed: (table: RawSql, tokens: RawSql, row: LeaseRow) => Statement
-  }
-
-/** What a dialect file supplies for the lease table. */
-export interface LeaseDialect {
-  readonly createTable: (table: RawSql, tableName: string) => Statement
-  readonly tableExists: (tableName: string) => Statement
-  readonly insert: (table: RawSql, row: LeaseRow) => Statement
-  readonly acquire: AcquireStrategy
-  /** The token counter table: `lockname` (primary key) and its last `token` (BIGINT). */
-  readonly createTokensTable: (tokens: RawSql) => Statement
-  /** Adds 1 to a name's counter (from 0 when it has none); the last statement's row holds `token`. */
-  readonly bumpToken: (tokens: RawSql, name: string) => ReadonlyArray<Statement>
-}
-
-/** What a dialect file supplies for a fences table (src/adapters/sql/Fences.ts). */
-export interface FenceDialect {
-  /** `resource` (VARCHAR(255), primary key) and the highest `token` (BIGINT) it has seen. */
-  readonly createTable: (table: RawSql) => Statement
-  /**
-   * Raises the resource's recorded token to `token` unless it is higher (inserting the row at
-   * `token` when there is none) and locks the row until the transaction ends; the last
-   * statement's row holds the recorded `token` afterwards, which equals `token` iff it was not
-   * lower than the highest seen.
-   */
-  readonly record: (table: RawSql, resource: string, token: number) => ReadonlyArray<Statement>
-}
+import type { FenceDialect, LeaseDialect } from "./leaseDialect.ts"
+import type { RawSql, SqlList, Statement, Syntax } from "./statement.ts"
 
 /** Everything that differs between databases, one value per dialect file. */
 export interface Dialect {
@@ -113,125 +45,6 @@ export interface Dialect {
   readonly isDuplicateKey: (cause: unknown) => boolean
 }
 
-/** Socket-level error codes that Node's net module and both network drivers use. */
-const NETWORK_CODES = new Set([
-  "ECONNRESET",
-  "ECONNREFUSED",
-  "EPIPE",
-  "ETIMEDOUT",
-  "EHOSTUNREACH",
-  "ENOTFOUND",
-  "EAI_AGAIN"
-])
-
-/** Whether a cause (or the cause inside it) carries a socket-level error code. */
-export const isNetworkError = (cause: unknown): boolean => {
-  for (let c = cause, depth = 0; c !== null && typeof c === "object" && depth < 4; depth++) {
-    if (NETWORK_CODES.has(errorCode(c) ?? "")) return true
-    c = (c as { cause?: unknown }).cause
-  }
-  return false
-}
-
-/** The driver's error code, if it has one. */
-export const errorCode = (cause: unknown): string | undefined => {
-  const code = (cause as { code?: unknown } | null)?.code
-  return typeof code === "string" ? code : undefined
-}
-
-// ---------------------------------------------------------------------------------------------
-// Jobs and hosts
-
-/** The columns of a job row, in table order. */
-export const JOB_COLUMNS = new RawSql(
-  "id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, claim_token, claimed_by, " +
-    "unique_key, unique_until_finished, lease_name, heartbeat_at, grace_ms, stale_at, last_error, run_at, completed_at, failed_at, created_at, updated_at, history, trace_context, claim_lease"
-)
-
-/**
- * The hosts table's columns, named: a worker reads its own row before a claim (its drain state),
- * and a select list with a `*` is never a prepared statement on PostgreSQL
- * (src/adapters/postgres/preparing.ts), so it was parsed and planned on every read.
- */
-export const HOST_COLUMNS = new RawSql(
-  "host, last_seen_at, started_at, running, max_concurrent, draining, drain_expires_at, code_version"
-)
-
-/**
- * A new job's row, column by column: pending, no attempts, the lease window of its timeout
- * (src/core/lease.ts), created now. `trace_context` and `claim_lease` are null without a tracer
- * installed at enqueue, or a lease its type takes.
- */
-export const newJobRecord = (j: NewJob) => ({
-  id: j.id,
-  name: j.name,
-  queue: j.queue,
-  payload: j.payload,
-  priority: j.priority,
-  status: "pending",
-  attempts: 0,
-  max_retries: j.maxRetries,
-  claim_timeout: j.claimTimeout,
-  grace_ms: leaseWindowMs(j.claimTimeout),
-  unique_key: j.uniqueKey,
-  unique_until_finished: j.uniqueUntil === "finished" ? 1 : 0,
-  run_at: j.runAt,
-  created_at: j.now,
-  updated_at: j.now,
-  trace_context: j.traceContext ?? null,
-  claim_lease: j.claimLease ?? null
-})
-
-// The columns every new row is written with, in `newJobRecord`'s order; `trace_context` and
-// `claim_lease` follow.
-const NEW_ROW_BASE_COLUMNS =
-  "id, name, queue, payload, priority, status, attempts, max_retries, claim_timeout, grace_ms, unique_key, unique_until_finished, run_at, created_at, updated_at"
-
-/** The columns of `newJobRecord`, in its order. */
-export const NEW_JOB_COLUMNS = new RawSql(`${NEW_ROW_BASE_COLUMNS}, trace_context, claim_lease`)
-
-/**
- * The column list and VALUES of new job rows (`newJobRecord`), for a dialect's INSERT to wrap.
- * One row or many.
- */
-export const newJobRows = (_c: JobSqlContext, jobs: ReadonlyArray<NewJob>): Statement => {
-  // One flat fragment, not a statement per row: a chunk of 1,000 rows is rendered once per
-  // statement it is nested in, never row by row. `trace_context` and `claim_lease` are written
-  // only by a batch that has one: without, the rows carry no extra value.
-  const traced = jobs.some((j) => j.traceContext !== undefined)
-  const leased = jobs.some((j) => j.claimLease !== undefined)
-  const columns = `(${NEW_ROW_BASE_COLUMNS}` + (traced ? ", trace_context" : "") + (leased ? ", claim_lease" : "") + ")"
-  const glue = [...ROW_GLUE, ...(traced ? [", "] : []), ...(leased ? [", "] : [])]
-  const strings: Array<string> = []
-  const values: Array<unknown> = []
-  jobs.forEach((j, i) => {
-    const r = newJobRecord(j)
-    strings.push(i === 0 ? columns + " VALUES (" : "), (", ...glue)
-    values.push(
-      r.id,
-      r.name,
-      r.queue,
-      r.payload,
-      r.priority,
-      r.max_retries,
-      r.claim_timeout,
-      r.grace_ms,
-      r.unique_key,
-      r.unique_until_finished,
-      r.run_at,
-      r.created_at,
-      r.updated_at
-    )
-    if (traced) values.push(r.trace_context)
-    if (leased) values.push(r.claim_lease)
-  })
-  strings.push(")")
-  return { sql: "", params: [], fragment: { strings, values } }
-}
-
-// The text between a row's 13 values: status 'pending' and attempts 0 are written as literals.
-const ROW_GLUE = [", ", ", ", ", ", ", ", ", 'pending', 0, ", ", ", ", ", ", ", ", ", ", ", ", ", ", "]
-
 /** The quoted tables and the builder a dialect's job statements are written with. */
 export interface JobSqlContext {
   readonly sql: (strings: TemplateStringsArray, ...values: ReadonlyArray<unknown>) => Statement
@@ -244,9 +57,6 @@ export interface JobSqlContext {
   /** The claim index, (status, priority DESC, run_at), named after the jobs table. */
   readonly claimIndex: RawSql
 }
-
-/** The name of the claim index of a jobs table. */
-export const claimIndexName = (jobsTable: string) => `${jobsTable}_claim`
 
 /** What a claim writes and which rows it may take, for a dialect to wrap in its own form. */
 export interface ClaimParts {
@@ -499,7 +309,7 @@ export interface FinishParts {
  * The pieces of a one-statement completion of several leased attempts. The attempts come as
  * three lists in one order (the n-th id, claim token and lease are one attempt's), for the
  * dialect to bind as whole lists: a statement whose text does not grow with the batch stays one
- * prepared statement (issue 13).
+ * prepared statement.
  */
 export interface CompleteLeasedParts {
   readonly ids: ReadonlyArray<string>

@@ -2,9 +2,8 @@
  * A shorter path for the stores' own statements on a client leasehold built itself: the
  * statement goes straight to the driver's pool, without @effect/sql's steps around it (a span
  * object made per statement even with no tracer installed, a scope, the acquirer, the
- * transformer read). On an idle worker those steps were about half of the Node time between an
- * enqueue and the start of its job (issue 13's latency: 0.4–0.5 ms before each statement was sent,
- * 0.3–0.4 ms after its reply came, against a round trip of about 1 ms).
+ * transformer read). On an idle worker those steps are a large part of the Node time between an
+ * enqueue and the start of its job (docs/performance.md).
  *
  * A driver's client layer registers its runner against the `SqlClient` it builds (PostgreSQL:
  * src/adapters/postgres/client.ts); `directOf` finds it. A client leasehold did not build, or one

@@ -1,5 +1,5 @@
 /**
- * How enqueues made outside a transaction reach the database (docs/behaviour.md §15): through at
+ * How enqueues made outside a transaction reach the database (docs/behaviour.md §16): through at
  * most `places` connections at once, first come, first served, so the rest of the pool stays
  * free for the worker's statements (src/core/connections.ts). An enqueue that finds a place free
  * goes at once, alone, as it always did. Enqueues that find every place taken wait in line, and

@@ -18,17 +18,9 @@ import type {
 import type { LostLeaseRow } from "../../core/lostLeases.ts"
 import { type TableNames, tokensTable } from "../../core/tables.ts"
 import { attemptOutcomeOf, outcomeError, REAPED_DEAD, REAPED_RETRY } from "../../core/transitions.ts"
-import {
-  claimIndexName,
-  type ClaimParts,
-  type CompleteLeasedParts,
-  type Dialect,
-  type FinishParts,
-  type HandBackParts,
-  HOST_COLUMNS,
-  JOB_COLUMNS,
-  type JobSqlContext
-} from "./dialect.ts"
+import { HOST_COLUMNS, JOB_COLUMNS } from "./columns.ts"
+import type { ClaimParts, CompleteLeasedParts, Dialect, FinishParts, HandBackParts, JobSqlContext } from "./dialect.ts"
+import { claimIndexName } from "./schemaNames.ts"
 import { checkIdentifier, joined, literalInt, RawSql, type Statement, SqlList, sqlFor } from "./statement.ts"
 
 const FAILED_AT = new RawSql("failed_at")

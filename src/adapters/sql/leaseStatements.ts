@@ -1,7 +1,7 @@
 /** The lease-table statements (docs/behaviour.md §2) shared by every dialect. */
 import type { LeaseRow } from "../../core/lease.ts"
 import { tokensTable } from "../../core/tables.ts"
-import type { LeaseDialect } from "./dialect.ts"
+import type { LeaseDialect } from "./leaseDialect.ts"
 import { checkIdentifier, RawSql, type Statement, sqlFor, type Syntax } from "./statement.ts"
 
 /** The lease-table statements (docs/behaviour.md §2) for one dialect and one table. */

@@ -114,8 +114,7 @@ export const addJobDeadlines: Migration = {
 // that finds its row through them walks them all: the claim (through the dead 'pending'
 // entries) and, worse, the completion of a batch, which the planner sent down the purge index
 // `(status, completed_at)` for `status = 'processing'` (estimated at one row) instead of the
-// primary key: 32 ms for 10 rows after 20,000 jobs. Each cost grew with the jobs handled since
-// the last vacuum (issue 13). Partial indexes hold only the rows their predicate admits:
+// primary key. Each cost grew with the jobs handled since the last vacuum. Partial indexes hold only the rows their predicate admits:
 // `ready` (pending rows, in claim order) and `completed_at` (completed rows, for purge). The
 // reaper's deadline index holds rows that have one (processing rows only), and a last one the
 // rows claimed by versions before migration 2. No index now serves `status = 'processing'`

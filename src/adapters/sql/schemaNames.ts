@@ -2,7 +2,6 @@
 import { createHash } from "node:crypto"
 import type { TableNames } from "../../core/tables.ts"
 import type { SchemaStep } from "../../ports/MigrationStore.ts"
-import { claimIndexName } from "./dialect.ts"
 import { checkIdentifier, RawSql, type Statement, sqlFor, type Syntax } from "./statement.ts"
 
 /** The longest identifier every supported database keeps whole (PostgreSQL truncates at 63 bytes). */
@@ -19,6 +18,9 @@ export const indexName = (table: string, suffix: string): string => {
   const hash = createHash("sha256").update(table, "utf8").digest("hex").slice(0, 8)
   return checkIdentifier(`${table.slice(0, MAX_IDENTIFIER - suffix.length - hash.length - 2)}_${hash}_${suffix}`)
 }
+
+/** The name of the claim index of a jobs table: (status, priority DESC, run_at). */
+export const claimIndexName = (jobsTable: string) => `${jobsTable}_claim`
 
 /** Identifiers of one prefix, quoted for one dialect, ready to splice into DDL. */
 export const quotedTables = (syntax: Syntax, t: TableNames) => {

@@ -90,8 +90,8 @@ export const joined = (parts: ReadonlyArray<Statement>, separator: string): Stat
 // A template's text and parameters, rendered when first read. A statement nested in another is
 // rendered by the outer one (its placeholders renumbered), so rendering each part as it is built
 // rendered the inner parts once per level again: a claim or finish nests 4-5 deep and runs to
-// 3-4 kB of text. Building and rendering statements were a tenth of what a hot-key job allocated;
-// rendering once took 5 % off the whole (issue 13). The template's strings are kept as given: the
+// kilobytes of text, and a hot-key job's allocations were largely its statements'. The
+// template's strings are kept as given: the
 // runtime makes one frozen array per call site.
 class Rendered implements Statement {
   #done: Pick<Statement, "sql" | "params"> | undefined

@@ -7,7 +7,7 @@
  * notified in its own statement therefore waited in line with every other notifying commit (any
  * other application's on the server too), holding its pool connection all the while; under a
  * steady stream beside another busy notifier, that line held every connection of the pool and
- * the worker in the same process could not claim (docs/behaviour.md §15). A notification sent
+ * the worker in the same process could not claim (docs/behaviour.md §16). A notification sent
  * after the commit wakes the same workers, and while one is in flight the writes that follow
  * share the next: at most one notifying commit per store at a time, whatever the rate.
  *

@@ -3,14 +3,9 @@
  * row counts are better-sqlite3's `changes`.
  */
 import { MAX_HISTORY } from "../../core/history.ts"
-import {
-  type ClaimParts,
-  type Dialect,
-  errorCode,
-  JOB_COLUMNS,
-  type JobSqlContext,
-  newJobRows
-} from "../sql/dialect.ts"
+import { JOB_COLUMNS, newJobRows } from "../sql/columns.ts"
+import type { ClaimParts, Dialect, JobSqlContext } from "../sql/dialect.ts"
+import { errorCode } from "../sql/driverErrors.ts"
 import { literalInt, RawSql, type Syntax, sqlFor } from "../sql/statement.ts"
 
 const syntax: Syntax = {

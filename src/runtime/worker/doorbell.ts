@@ -107,8 +107,8 @@ export const makeDoorbell = (poll: Duration.Duration, probe?: Probe): Effect.Eff
     // The poll (and the probe) of every wait, in one fiber. A ring or a nudge wakes the waiter
     // directly and leaves this fiber alone: when it wakes for a wait that has ended, it times the
     // next one from there, or parks until there is one. (A fiber forked per wait, interrupted on
-    // the ring, put that interruption on every wake-up's path, issue 13's latency: 0.2 ms of the
-    // claim's 0.6 ms from a notification to its statement sent.)
+    // the ring, would put that interruption on every wake-up's path, between a notification and
+    // the claim it asks for.)
     const timer = Effect.gen(function*() {
       while (true) {
         if (waiter === undefined) {

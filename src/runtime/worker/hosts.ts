@@ -88,9 +88,8 @@ export interface DrainView {
  * older than `every` (its poll interval). A fiber in the worker's scope reads it every
  * `REFRESH_EVERY` of that (after a first read as the worker starts), so a claim uses the last
  * answer as it is, without a step; only one that finds it a whole interval old (the timer's read
- * late) reads it first. Issue 13: read when a claim found it old (in the background, or before
- * the claim once a whole interval old), the read was on the path of 28 of 100 claims woken by a
- * notification across processes (a fork on 15, a round trip on 13; +0.2 and +0.6 ms).
+ * late) reads it first. Read when a claim found it old instead, it was on the path of many
+ * claims woken by a notification (a fork, or a round trip, before the claim).
  */
 export const cachedDraining = (
   store: JobStoreApi,

@@ -6,7 +6,7 @@
  * among those jobs (a better job is still claimed, and takes the waiting one's place); and the
  * claim takes at most one job per key (core's ClaimInput `perKey`). Without this, a worker
  * draining a busy key claimed its jobs only to defer them, each a claim, a deferral and a
- * hand-off later (issue 13's hot key). When a job of a skipped key ends, the key is freed and the
+ * hand-off later. When a job of a skipped key ends, the key is freed and the
  * claimer told to claim its next job (one claim of the keys freed meanwhile alone, ClaimInput
  * `perKey.only`), so it is claimed while the current one runs, with no look at the rest of the
  * queue, which has not changed for it.

@@ -6,7 +6,7 @@
  *   `GATE_WAIT_MS`, for one of them to end. The holder that ends first is promised to it: its
  *   outcome write passes the lease straight to the waiter, with a new fencing token, and wakes
  *   no waiter in the database, so the key's next run starts one round trip after the last one
- *   ended (issue 13's hot key). Every `MAX_SKIPPED_HAND_OFFS + 1`-th holder in a row passes it
+ *   ended. Every `MAX_SKIPPED_HAND_OFFS + 1`-th holder in a row passes it
  *   only if no job waits on the key in the database asleep (else it releases and hands off to
  *   that one). The waiter starts as soon as the write returns (`passedOn`). A waiter not passed
  *   the lease (its wait timed out, or the write did not pass it) takes it as usual;
@@ -281,7 +281,7 @@ export const makeKeyGate = (timer: Watch = watch): KeyGate => {
         return yield* wait(name, e, token, expiresAt, job)
       }),
     // enter, wakeNext and finishing are plain calls, not effects: the attempt of every job with
-    // a key makes each once, and as effects they were ten of its steps (issue 13).
+    // a key makes each once, and as effects each would be steps of its own.
     enter: (name, token, expiresAt) => {
       const e = entry(name)
       e.holders.set(token, expiresAt)

@@ -42,8 +42,8 @@ const lineOf = (result: ProcessResult, outcome: string, ms: number): string => {
 
 /**
  * Runs one attempt of `job` in `fiber` (the fiber it runs in), then records how it ended and how
- * long it took, and logs it. The Clock and the log level are read off the fiber in place: as
- * effects they were five of an attempt's steps (issue 13). The line is built only when info is
+ * long it took, and logs it. The Clock and the log level are read off the fiber in place, not
+ * as effects, which would be steps of every attempt's. The line is built only when info is
  * logged at all.
  */
 export const observeAttempt = <E, R>(

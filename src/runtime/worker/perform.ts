@@ -16,8 +16,8 @@ import type { Watch } from "./watchdog.ts"
 /**
  * An attempt's perform while the attempt waits for it, for a caller that handles the attempt's
  * interruption itself (./longRunning.ts): interrupted, it stops the perform held here
- * (`stopPerform`). That spares every attempt an exit handler of its own, a sixth of its steps
- * (issue 13).
+ * (`stopPerform`). That spares every attempt an exit handler of its own, a large share of its
+ * steps.
  */
 export interface InFlight {
   fiber: Fiber.RuntimeFiber<unknown, unknown> | undefined

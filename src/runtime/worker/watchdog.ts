@@ -9,8 +9,8 @@
  * - `watch`: one timer fiber for one attempt (processNext, processQueue, tick).
  * - `makeWatchdog`: one fiber for all of a long-running worker's attempts. It sleeps in steps and
  *   counts, per attempt, the time it has slept since the attempt began, so no attempt costs a
- *   fiber, a timer and an interruption of its own (issue 13's profile: those were a fifth of the
- *   worker's CPU per job with no database work at all).
+ *   fiber, a timer and an interruption of its own (which, with no database work, were a large
+ *   share of the worker's CPU per job).
  */
 import { Duration, Effect, Fiber, type Scope } from "effect"
 
@@ -46,7 +46,7 @@ export const makeWatchdog = (
     // The step being slept now (0: none): an attempt that begins during it starts counting after it.
     let sleeping = 0
     // The loop's resume while it waits for work (nothing watched); a plain callback, so that
-    // watching an attempt is one step (a Queue's offer was four, per attempt: issue 13).
+    // watching an attempt is one step (a Queue's offer is several).
     let parked: ((wake: Effect.Effect<void>) => void) | undefined
     const park = Effect.async<void>((resume) => {
       if (entries.size > 0) resume(Effect.void)

@@ -8,7 +8,7 @@
 //   curl localhost:3000/jobs/<id>
 //
 // SIGTERM or SIGINT: the server stops accepting, the worker finishes the job it is running,
-// the connections close and the process exits 0. test/http-app.test.ts runs exactly this.
+// the connections close and the process exits 0. test/e2e/http-app.test.ts runs exactly this.
 import { createServer } from "node:http"
 import { createLeasehold, defineJob } from "leasehold/promise"
 

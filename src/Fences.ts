@@ -5,5 +5,4 @@
  */
 export { Fences, type FencesApi, type GuardInput } from "./ports/Fences.ts"
 export { layer, make } from "./adapters/sql/Fences.ts"
-export { makeMemoryFences, memoryFencesLayer } from "./adapters/memory/Fences.ts"
 export { FenceInputError, LeaseTableInTransactionError, StaleTokenError } from "./core/errors.ts"

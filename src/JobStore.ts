@@ -4,6 +4,4 @@
  * `Leasehold.layer` builds it; read it to list or inspect jobs.
  */
 export { type InsertResult, JobLeases, JobStore, type JobStoreApi } from "./ports/JobStore.ts"
-export { layer, make } from "./adapters/sql/JobStore.ts"
-export { makeMemoryJobStore, memoryJobStoreLayer } from "./adapters/memory/JobStore.ts"
 export type * from "./core/model.ts"

@@ -13,6 +13,5 @@ export {
   type RenewInput
 } from "./ports/LeaseLock.ts"
 export { layer, make } from "./adapters/sql/LeaseLock.ts"
-export { makeMemoryLeaseLock, memoryLeaseLockLayer } from "./adapters/memory/LeaseLock.ts"
 export type { LeaseRow } from "./core/lease.ts"
 export { LeaseInputError, LeaseTableInTransactionError } from "./core/errors.ts"

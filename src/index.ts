@@ -10,8 +10,8 @@ export * as Job from "./runtime/Job.ts"
 export * as Worker from "./runtime/Worker.ts"
 export * as Schedules from "./runtime/Schedules.ts"
 export * as Leasehold from "./runtime/Leasehold.ts"
-export * as Migrator from "./runtime/migrate.ts"
-export * as Metrics from "./runtime/metrics.ts"
+export * as Migrator from "./Migrator.ts"
+export * as Metrics from "./Metrics.ts"
 export * as LeaseLock from "./LeaseLock.ts"
 export * as Fences from "./Fences.ts"
 export * as JobStore from "./JobStore.ts"
@@ -21,9 +21,3 @@ export type { LeaseRow } from "./core/lease.ts"
 export type { AttemptOutcome, AttemptRecord } from "./core/history.ts"
 export type * from "./core/model.ts"
 export { DEFAULT_PREFIX, type TableNames, tableNames } from "./core/tables.ts"
-export {
-  MemoryDatabase,
-  type MemoryDatabaseApi,
-  makeMemoryDatabase,
-  memoryDatabaseLayer
-} from "./adapters/memory/database.ts"

@@ -180,6 +180,20 @@ export const job = (id: string): Effect.Effect<JobRow, SqlError, JobStore> =>
  * the way another worker would; `JobStore` reads and writes rows directly.
  */
 export { JobLeases, JobStore } from "./ports/JobStore.ts"
+/**
+ * The in-memory backend: its database, and each store over it, for tests that assemble their
+ * own services (TestLeasehold.layer assembles them all).
+ */
+export {
+  MemoryDatabase,
+  type MemoryDatabaseApi,
+  makeMemoryDatabase,
+  memoryDatabaseLayer
+} from "./adapters/memory/database.ts"
+export { makeMemoryFences, memoryFencesLayer } from "./adapters/memory/Fences.ts"
+export { makeMemoryJobStore, memoryJobStoreLayer } from "./adapters/memory/JobStore.ts"
+export { makeMemoryLeaseLock, memoryLeaseLockLayer } from "./adapters/memory/LeaseLock.ts"
+export { makeMemory as makeMemoryMigrator, memoryLayer as memoryMigratorLayer } from "./runtime/migrate.ts"
 
 /** Everything above under one name, for `import { TestLeasehold } from "leasehold/testing"`. */
 export const TestLeasehold = { layer, sqliteLayer, drain, advance, jobs, job, TEST_HOST } as const

@@ -35,6 +35,7 @@ import { dirname, join, resolve } from "node:path"
 import { createInterface } from "node:readline"
 import { fileURLToPath } from "node:url"
 import { Fences, Job, JobStore, Migrator } from "../../src/index.ts"
+import * as SqlJobStore from "../../src/adapters/sql/JobStore.ts"
 import {
   type CheckResult,
   check,
@@ -307,7 +308,7 @@ class Scenario {
     this.enqueueLimitMs = Math.max(20_000, this.longPauseMs(1) + 10_000)
     // The controller logs (the migrator's, say) go to stderr: stdout carries only the summary.
     this.rt = ManagedRuntime.make(
-      JobStore.layer({ prefix: this.prefix }).pipe(
+      SqlJobStore.layer({ prefix: this.prefix }).pipe(
         // On SQLite a short busy timeout: this process must never block on a paused worker's lock.
         Layer.provideMerge(controllerSqlLayer(this.url, 4)),
         Layer.provideMerge(Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger))),

@@ -10,7 +10,7 @@ import * as PostgresWakeups from "./postgres/wakeups.ts"
 /**
  * The `PgClient` service, found by its tag's key ("@effect/sql-pg/PgClient", the key
  * @effect/sql-pg registers it under) so that importing leasehold never loads @effect/sql-pg: an
- * app on MySQL or SQLite need not install it. test/notify.test.ts fails if the key ever changes.
+ * app on MySQL or SQLite need not install it. test/integration/notify.test.ts fails if the key ever changes.
  */
 const PgClientTag = Context.GenericTag<Pick<PgClient.PgClient, "config">>("@effect/sql-pg/PgClient")
 

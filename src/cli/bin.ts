@@ -6,9 +6,9 @@
  *
  * `leasehold [command…] --help` (or `-h`) prints that command's page from ./helpPages.ts
  * (./fastHelp.ts) without loading @effect/cli and effect, whose modules take most of the time a
- * help page would take. The pages are the live CLI's own output: the CLI tests (test/support/cli.ts)
- * generate them and fail when one differs from what the live CLI prints (`npx vitest run
- * test/cli-sqlite.test.ts -u` rewrites the file). Anything else runs the CLI (./main.ts).
+ * help page would take. The pages are the live CLI's own output, written by
+ * scripts/help-pages.mjs (`npm run build`); the CLI tests (test/support/cli.ts) fail when one
+ * differs from what the live CLI prints. Anything else runs the CLI (./main.ts).
  *
  * The command's own packages (@effect/cli, @effect/platform-node, …) are optional peer
  * dependencies: an app installs them only to use the command (src/core/install.ts). Without them,

@@ -3,7 +3,7 @@
  * built on. The registry's `latest` is Effect 4, which leasehold cannot share an app with: an
  * unpinned `npm install @effect/sql-pg` fetches the 4.x line and fails against leasehold's peers.
  * Every install command leasehold prints (a missing driver, the command line's packages, tsx) uses
- * these, and so does README.md (test/package.test.ts runs its commands as written).
+ * these, and so does README.md (test/e2e/package.test.ts runs its commands as written).
  */
 
 /** The Effect packages leasehold shares with the app (its peer dependencies). */

@@ -11,7 +11,6 @@
 export {
   type AnyJobType,
   define,
-  durationMillis,
   type JobDefinition,
   type JobOptions,
   type JobSchedule,

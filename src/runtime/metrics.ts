@@ -284,7 +284,7 @@ export const render: Effect.Effect<string, never, JobStore> = Effect.gen(functio
 
 /**
  * What the handler reads of a node:http request. Structural, so that leasehold's public types
- * never name node:http: an app compiled without @types/node still type-checks (test/package.test.ts).
+ * never name node:http: an app compiled without @types/node still type-checks (test/e2e/package.test.ts).
  */
 export interface MetricsRequest {
   readonly method?: string | undefined

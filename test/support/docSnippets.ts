@@ -1,6 +1,6 @@
 /**
  * The code blocks of the documentation (README.md, docs/*.md), and a type check of every
- * TypeScript one as a module of its own, with the TypeScript compiler API: test/docs.test.ts.
+ * TypeScript one as a module of its own, with the TypeScript compiler API: test/unit/docs.test.ts.
  *
  * - A block is a fenced block (three or more backticks or tildes) with its info string's first
  *   word as its language. An opening fence without one is reported: a block that is an

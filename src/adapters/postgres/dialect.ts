@@ -48,7 +48,7 @@ const bumpTokens = (tokens: RawSql, names: Statement, returning: string) =>
 // them by primary key whatever the statistics say. The hidden limit is costed as a tenth of the
 // due rows, and with statistics that show a large queue (autovacuum analyzed it) `IN` was planned
 // as a hash join over a scan of the whole jobs table, once per claim: a drain of 20,000 jobs
-// analyzed before it began ran far slower (test/claim-plan.test.ts). The exception
+// analyzed before it began ran far slower (test/integration/claim-plan.test.ts). The exception
 // is a table the planner takes for small (a few dozen pages, or not analyzed yet): costing the
 // array it cannot see as ten lookups, it reads such a table whole instead, a cost that stops growing where the lookups
 // become the cheaper plan.
@@ -131,7 +131,7 @@ export const postgres: Dialect = {
       // whole scan and prefers a bitmap scan that reads and sorts every due row to the ready
       // index's ordered scan that stops after n. A limit it cannot read
       // is costed as a fraction of the rows, and the ordered scan wins under any estimate
-      // (test/claim-plan.test.ts).
+      // (test/integration/claim-plan.test.ts).
       statement: claimDue,
       newToken: new RawSql("gen_random_uuid()::text"),
       // The claim above, then the leases of the claimed rows in one insertOrTakeOver (the acquire

@@ -172,7 +172,7 @@ export const browseIndex: Migration = {
 // the row is purged (as before). NULL, on rows written before it or by older versions, reads as
 // 0. No index: it is read only with the row found by its unique key. A SMALLINT, not a text
 // column: on a table PostgreSQL analyzed while empty, it estimates rows per page from the
-// declared widths, and the claim's plan should not shift with them (test/claim-plan.test.ts).
+// declared widths, and the claim's plan should not shift with them (test/integration/claim-plan.test.ts).
 
 /** Migration 6: `unique_until_finished` on the jobs table. */
 export const addUniqueScope: Migration = {

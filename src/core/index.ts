@@ -1,3 +1,0 @@
-/** leasehold/core: the pure rules (lease naming, windows, delays, decisions) and typed errors. */
-export * from "./errors.ts"
-export * from "./lease.ts"

@@ -1,4 +1,0 @@
-/** The leasehold CLI end to end on mysql (MariaDB), mostly in the test's own process (see ./support/cli.ts). */
-import { cliSuite } from "./support/cli.ts"
-
-cliSuite("mysql")

@@ -1,0 +1,4 @@
+/** The leasehold CLI end to end on sqlite, mostly in the test's own process (see ./support/cli.ts). */
+import { cliSuite } from "../support/cli.ts"
+
+cliSuite("sqlite")

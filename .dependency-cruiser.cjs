@@ -1,8 +1,11 @@
 /**
- * Architecture rules for leasehold's src/ (issue 11, item 6). Run with `npm run check:deps`.
+ * Architecture rules for leasehold's src/. Run with `npm run check:deps`.
  *
  * Layers, inner to outer: src/core ← src/ports ← src/adapters ← src/runtime ← src/cli.
  * A layer may import its own layer and the layers inside it, never one outside it.
+ * Beside them, src/infra: small pieces of infrastructure (one-shot cells, the tracer check, the
+ * Prometheus format, password masking) that import nothing of leasehold's and that adapters,
+ * runtime, dashboard and cli may use; core and ports, pure, may not.
  * src/index.ts, src/testing.ts and the public modules src/JobStore.ts and src/LeaseLock.ts are the package's entry points: they may import any layer but cli.
  *
  * Only src/ is checked: test/, bench/, scripts/ and examples/ are exempt from every rule
@@ -48,7 +51,7 @@ module.exports = {
         + "or the entry points. If an adapter needs something from the runtime, that thing belongs in "
         + "core or ports.",
       from: { path: "^src/adapters/" },
-      to: { path: "^src/", pathNot: "^src/(core|ports|adapters)/" }
+      to: { path: "^src/", pathNot: "^src/(core|ports|adapters|infra)/" }
     },
     {
       name: "runtime-imports-no-cli",
@@ -57,7 +60,16 @@ module.exports = {
         + "entry points src/index.ts / src/testing.ts (the CLI is the outermost layer; entry points "
         + "re-export the runtime, so importing them from it would be circular).",
       from: { path: "^src/runtime/" },
-      to: { path: "^src/", pathNot: "^src/(core|ports|adapters|runtime)/" }
+      to: { path: "^src/", pathNot: "^src/(core|ports|adapters|runtime|infra)/" }
+    },
+    {
+      name: "infra-imports-only-infra",
+      severity: "error",
+      comment: "src/infra holds infrastructure every outer layer may use (one-shot cells, the tracer "
+        + "check, the Prometheus format, password masking): it imports nothing of leasehold's but "
+        + "src/infra, so that it stays below every layer that uses it.",
+      from: { path: "^src/infra/" },
+      to: { path: "^src/", pathNot: "^src/infra/" }
     },
     {
       name: "entry-points-import-no-cli",

@@ -5,7 +5,6 @@
  * gracefully, and `close()`. Errors are Error subclasses named after leasehold's tagged errors
  * (`PayloadError`, `UnknownJobTypeError`, `SqlError`, …); docs/promise-api.md shows it whole.
  */
-import * as LocalWakeups from "./adapters/localWakeups.ts"
 import { SqlClient } from "@effect/sql"
 import { Cause, Context, Effect, Exit, Layer, ManagedRuntime, Option, Runtime, Schema, Scope } from "effect"
 import { clientLayerForPgPool, clientLayerForUrl } from "./adapters/clients.ts"
@@ -353,7 +352,7 @@ export const createLeasehold = async <const Types extends ReadonlyArray<PromiseJ
         }))
         // Committed: wake this process's idle workers for what the callback enqueued
         // (src/adapters/localWakeups.ts; an enqueue inside a transaction cannot ring itself).
-        if (enqueued) yield* LocalWakeups.ring((yield* JobStore).tables.channel)
+        if (enqueued) (yield* JobStore).wakeups.ring()
         return committed
       })),
     cancel: (id) => run(Job.cancel(id)),

@@ -4,7 +4,7 @@
  * user reads, with the driver's error kept as the cause.
  */
 import { SqlError } from "@effect/sql/SqlError"
-import { maskCredentials } from "../core/credentials.ts"
+import { maskCredentials } from "../infra/credentials.ts"
 import { innermostMessage } from "./schemaErrors.ts"
 
 /**

@@ -3,7 +3,7 @@
  * for a URL (./clients.ts), each database's own layer (./{postgres,mysql,sqlite}/client.ts) and
  * the command line share. Loads no driver.
  */
-import { maskCredentials } from "../core/credentials.ts"
+import { maskCredentials } from "../infra/credentials.ts"
 import { type DatabaseKind, DatabaseUrlMismatchError } from "../core/errors.ts"
 
 /** Whether a URL names a PostgreSQL database (`postgres://` or `postgresql://`). */

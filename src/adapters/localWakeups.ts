@@ -8,6 +8,7 @@
  * twice, finds nothing and goes back to sleep.
  */
 import { Effect, type Scope } from "effect"
+import type { LocalWakeupsApi } from "../ports/JobStore.ts"
 import { randomUUID } from "node:crypto"
 
 /**
@@ -22,6 +23,12 @@ export const ORIGIN = `lh:${randomUUID().slice(0, 8)}:`
 export const isOwnRing = (payload: string | undefined): boolean => payload !== undefined && payload.startsWith(ORIGIN)
 
 const listeners = new Map<string, Set<() => void>>()
+
+/** The wake-ups of the stores on `channel`, as the JobStore port offers them. */
+export const localWakeupsFor = (channel: string): LocalWakeupsApi => ({
+  ring: () => ringNow(channel),
+  subscribe: (wake) => subscribe(channel, wake)
+})
 
 /** Rings every listener on `channel` in this process. */
 export const ring = (channel: string): Effect.Effect<void> => Effect.sync(() => ringNow(channel))

@@ -2,7 +2,7 @@
  * The command line's database: a URL (`postgres://…`, `mysql://…`/`mariadb://…`, or an SQLite
  * file) becomes a SqlClient layer (src/adapters/clients.ts, which loads only the driver in use),
  * and the store services sit on it under the table prefix. Credentials in the URL never reach an
- * error line (src/core/credentials.ts). Loaded only when a command runs (src/cli/commands/).
+ * error line (src/infra/credentials.ts). Loaded only when a command runs (src/cli/commands/).
  */
 import type { SqlClient } from "@effect/sql/SqlClient"
 import * as Cause from "effect/Cause"
@@ -12,7 +12,7 @@ import * as Option from "effect/Option"
 import { existsSync } from "node:fs"
 import { clientLayerForUrl } from "../adapters/clients.ts"
 import * as SqlJobStore from "../adapters/sql/JobStore.ts"
-import { maskCredentials } from "../core/credentials.ts"
+import { maskCredentials } from "../infra/credentials.ts"
 import type { JobLeases, JobStore } from "../ports/JobStore.ts"
 import type { ScheduleStore } from "../ports/ScheduleStore.ts"
 import { schemaGap, schemaGapMessage } from "../dashboard/unmigrated.ts"

@@ -7,7 +7,7 @@
  * taken for an SQLite file and created. Passwords are masked in every line that echoes the URL.
  */
 import { sqliteFilename, unsupportedScheme } from "../adapters/clients.ts"
-import { maskCredentials } from "../core/credentials.ts"
+import { maskCredentials } from "../infra/credentials.ts"
 
 /** What a `--database-url` names: a server, an SQLite file, or nothing leasehold can use (and why). */
 export type DatabaseTarget =

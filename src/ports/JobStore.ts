@@ -6,7 +6,7 @@
  * src/adapters/memory/JobStore.ts (the model the SQL stores must agree with).
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import { Context, type Effect, type Option } from "effect"
+import { Context, type Effect, type Option, type Scope } from "effect"
 import type { ReapDecision } from "../core/jobs.ts"
 import type {
   CancelFilter,
@@ -45,9 +45,25 @@ export interface InsertResult {
   readonly duplicate: boolean
 }
 
+/**
+ * Wake-ups within this process: a store's writes that make a job due ring this process's workers
+ * on its tables at once, on every database (src/adapters/localWakeups.ts implements them).
+ */
+export interface LocalWakeupsApi {
+  /** Rings every worker of this process on these tables (a plain call). */
+  readonly ring: () => void
+  /**
+   * Calls `wake` on every ring from now until the scope closes; registered before this returns,
+   * so a ring right after it is never missed.
+   */
+  readonly subscribe: (wake: () => void) => Effect.Effect<void, never, Scope.Scope>
+}
+
 /** The job-table operations. Guarded writes return whether a row changed (false = fenced). */
 export interface JobStoreApi {
   readonly tables: TableNames
+  /** This process's wake-ups on these tables: what a worker listens to, and what rings it. */
+  readonly wakeups: LocalWakeupsApi
   /** The idle probe of this database, if it needs one (src/runtime/worker/doorbell.ts sends it). */
   readonly idleProbe: Option.Option<IdleProbe>
   /**
@@ -59,9 +75,9 @@ export interface JobStoreApi {
   /**
    * Inserts the job, or finds the existing one with the same unique key. A key held by a
    * finished job only until it finished (src/core/transitions.ts `keyFreed`) is freed and taken.
-   * Outside a transaction, the caller rings this process's workers itself (`enqueue` does,
-   * src/adapters/localWakeups.ts): on PostgreSQL this process's listener skips the insert's
-   * notification.
+   * Outside a transaction, a job due now rings this process's workers (`wakeups`); on
+   * PostgreSQL this process's listener then skips the insert's notification. Inside one, whose
+   * rows nobody sees before the commit, nothing rings.
    */
   readonly insert: (job: NewJob) => Effect.Effect<InsertResult, SqlError>
   /**

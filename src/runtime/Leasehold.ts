@@ -5,7 +5,7 @@
  * a database that is down at start-up.
  */
 import { Duration, Effect, Layer, Schedule, ScheduleDecision } from "effect"
-import { maskCredentials } from "../core/credentials.ts"
+import { maskCredentials } from "../infra/credentials.ts"
 import * as JobStore from "../adapters/sql/JobStore.ts"
 import { memoryDatabaseLayer } from "../adapters/memory/database.ts"
 import { memoryJobStoreLayer } from "../adapters/memory/JobStore.ts"

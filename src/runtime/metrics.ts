@@ -22,11 +22,11 @@ import {
   PROMETHEUS_CONTENT_TYPE,
   renderFamilies,
   type Sample
-} from "../core/prometheus.ts"
+} from "../infra/prometheus.ts"
 import { JobStore } from "../ports/JobStore.ts"
 import type { ProcessResult } from "./worker/results.ts"
 
-export { PROMETHEUS_CONTENT_TYPE } from "../core/prometheus.ts"
+export { PROMETHEUS_CONTENT_TYPE } from "../infra/prometheus.ts"
 
 /** The attempt-duration histogram's bucket bounds, in seconds. */
 export const DURATION_BUCKETS: ReadonlyArray<number> = [

@@ -11,7 +11,7 @@
  * of the current tracer, nothing more.
  */
 import { Clock, Effect, Exit, Option, Tracer } from "effect"
-import { isTracing } from "../core/tracer.ts"
+import { isTracing } from "../infra/tracer.ts"
 import { formatTraceparent, parseTraceparent } from "../core/traceContext.ts"
 import type { JobRow } from "../core/model.ts"
 import type { ProcessResult } from "./worker/results.ts"
@@ -82,7 +82,7 @@ const enqueueLinks = (job: JobRow): ReadonlyArray<Tracer.SpanLink> => {
 
 /**
  * Runs one attempt of `job` inside its consumer span (call it under a tracer only: `isTracing`,
- * src/core/tracer.ts, read by the attempt once off its fiber): a child of the caller's
+ * src/infra/tracer.ts, read by the attempt once off its fiber): a child of the caller's
  * span when there is one (processNext inside a span) unless `root`, else the root of a trace of
  * its own; linked to the span that enqueued the job; with the job's id, name, attempt and
  * queue, and once it ended its outcome. The attempt itself sets the lease (`annotateAttempt`).

@@ -1,7 +1,7 @@
-/** The worker's one-shot result cell (src/core/oneShot.ts). */
+/** The worker's one-shot result cell (src/infra/oneShot.ts). */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
-import { unsafeMakeOneShot } from "../../src/core/oneShot.ts"
+import { unsafeMakeOneShot } from "../../src/infra/oneShot.ts"
 
 describe("OneShot", () => {
   it.effect("a result set before the await is read at once", () =>

@@ -1,5 +1,5 @@
 /**
- * The Prometheus metrics (src/runtime/metrics.ts, src/core/prometheus.ts) on the in-memory store:
+ * The Prometheus metrics (src/runtime/metrics.ts, src/infra/prometheus.ts) on the in-memory store:
  * the text format (escaping, cumulative histograms), lost leases and deferrals counted per job
  * type and queue, the scrape served over HTTP, and a store that cannot be read. The counters and
  * store gauges on every adapter: test/conformance/observability.ts.
@@ -7,7 +7,7 @@
 import { expect, it } from "@effect/vitest"
 import { SqlError } from "@effect/sql/SqlError"
 import { Effect, Layer, Logger, LogLevel, Option, Schema, TestClock } from "effect"
-import { renderFamilies } from "../../src/core/prometheus.ts"
+import { renderFamilies } from "../../src/infra/prometheus.ts"
 import type { JobStoreApi } from "../../src/JobStore.ts"
 import { define, enqueue, JobContext } from "../../src/runtime/Job.ts"
 import * as Metrics from "../../src/runtime/metrics.ts"

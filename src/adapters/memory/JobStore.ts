@@ -162,14 +162,22 @@ export const makeMemoryJobStore = (
       return [results, next]
     })
 
+  // One process: a job due now rings its workers directly (src/adapters/localWakeups.ts).
+  const wakeups = LocalWakeups.localWakeupsFor(tables.channel)
+  const ringIfDue = (jobs: ReadonlyArray<NewJob>, results: ReadonlyArray<InsertResult>) => {
+    if (results.some((r, i) => !r.duplicate && jobs[i]!.runAt <= jobs[i]!.now)) wakeups.ring()
+    return results
+  }
+  const insertRinging = (jobs: ReadonlyArray<NewJob>) => Effect.map(insertAll(jobs), (r) => ringIfDue(jobs, r))
+
   return JobStore.of({
     tables,
-    // One process: its enqueues ring its workers directly (src/adapters/localWakeups.ts).
+    wakeups,
     idleProbe: Option.none(),
     // The model of the server databases, whose worker writes plain outcomes behind its next job.
     remote: true,
-    insert: (job) => Effect.map(insertAll([job]), (r) => r[0]!),
-    insertMany: insertAll,
+    insert: (job) => Effect.map(insertRinging([job]), (r) => r[0]!),
+    insertMany: insertRinging,
     claim,
     finish: (input) =>
       Effect.gen(function*() {

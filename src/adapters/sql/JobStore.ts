@@ -4,6 +4,7 @@
  * are in ./jobStore/, one file per operation over one shared statement runner
  * (./jobStore/runner.ts); this module assembles them.
  */
+import { localWakeupsFor } from "../localWakeups.ts"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import { tableNames } from "../../core/tables.ts"
@@ -41,6 +42,7 @@ export const make = (
     // A store on tables never migrated says so in its failures' messages (../schemaErrors.ts).
     return hintingMissingSchema(JobStore.of({
       tables: runner.tables,
+      wakeups: localWakeupsFor(runner.tables.channel),
       idleProbe: wakeups.idleProbe,
       remote: !runner.dialect.inProcess,
       ...makeInserts(runner, wakeups, poolSize),

@@ -8,7 +8,7 @@
  * sends fewer, larger statements: the busier, the larger.
  */
 import { Effect, Exit } from "effect"
-import { type OneShot, unsafeMakeOneShot } from "../../core/oneShot.ts"
+import { type OneShot, unsafeMakeOneShot } from "../../infra/oneShot.ts"
 
 /** Submits one item and waits for its own result. */
 export type Batched<I, O, E> = (item: I) => Effect.Effect<O, E>

@@ -15,7 +15,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { currentTransformer } from "@effect/sql/Statement"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
-import { isTracing } from "../../core/tracer.ts"
+import { isTracing } from "../../infra/tracer.ts"
 import { isTransactionContext } from "./transaction.ts"
 
 /** Sends one statement to a pool, outside any transaction. */

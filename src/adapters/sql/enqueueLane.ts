@@ -24,7 +24,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { Cause, Effect, Exit, Option, Runtime } from "effect"
 import { Buffer } from "node:buffer"
 import type { NewJob } from "../../core/model.ts"
-import { type OneShot, unsafeMakeOneShot } from "../../core/oneShot.ts"
+import { type OneShot, unsafeMakeOneShot } from "../../infra/oneShot.ts"
 import type { InsertResult } from "../../ports/JobStore.ts"
 
 /** What a lane needs. */

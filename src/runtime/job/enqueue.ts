@@ -5,8 +5,6 @@
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Context, Effect, Either } from "effect"
-import * as LocalWakeups from "../../adapters/localWakeups.ts"
-import { isTransactionContext } from "../../adapters/sql/transaction.ts"
 import { EnqueueInputError, PayloadError } from "../../core/errors.ts"
 import type { NewJob } from "../../core/model.ts"
 import { type InsertResult, JobStore, type JobStoreApi } from "../../ports/JobStore.ts"
@@ -48,24 +46,15 @@ export interface EnqueueManyResult {
 
 const inputError = (field: string, reason: string) => Effect.fail(new EnqueueInputError({ field, reason }))
 
-/**
- * Wakes this process's idle workers when a job is due now. Inside a transaction the rows are
- * not visible until the commit, so the ring would find nothing: there the poll (or, on
- * PostgreSQL, the NOTIFY sent on commit) wakes them.
- */
-const ringIfDue = (store: JobStoreApi, inserted: ReadonlyArray<NewJob>, now: number, inside: boolean): void => {
-  if (!inside && inserted.some((j) => j.runAt <= now)) LocalWakeups.ringNow(store.tables.channel)
-}
-
-// The store, the Clock's time and whether the caller is in a transaction, read off the fiber in
-// one step rather than several as effects: an enqueue is on the path of every job's latency.
+// The store and the Clock's time, read off the fiber in one step rather than several as effects:
+// an enqueue is on the path of every job's latency. The store rings this process's workers for a
+// job due now (JobStoreApi `wakeups`).
 const storeAndNow = Effect.withFiberRuntime((fiber) =>
   Effect.succeed({
     store: Context.get(fiber.currentContext as Context.Context<JobStore>, JobStore),
-    now: Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis(),
-    inside: isTransactionContext(fiber.currentContext)
+    now: Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
   })
-) as Effect.Effect<{ readonly store: JobStoreApi; readonly now: number; readonly inside: boolean }, never, JobStore>
+) as Effect.Effect<{ readonly store: JobStoreApi; readonly now: number }, never, JobStore>
 
 const asResult = (r: InsertResult): EnqueueResult => ({
   id: r.id,
@@ -87,11 +76,10 @@ export const enqueue = <A, I, R>(
 ): Effect.Effect<EnqueueResult, PayloadError | EnqueueInputError | SqlError, JobStore> =>
   withEnqueueSpan(type.name, options.queue ?? type.queue, (traceContext) =>
     Effect.gen(function*() {
-      const { inside, now, store } = yield* storeAndNow
+      const { now, store } = yield* storeAndNow
       const job = yield* prepare(type, payload, options, now, traceContext)
       const result = yield* store.insert(job)
       if (traceContext !== undefined) yield* annotateEnqueue("leasehold.job.id", result.id)
-      if (!result.duplicate) ringIfDue(store, [job], now, inside)
       return asResult(result)
     }))
 
@@ -121,7 +109,7 @@ const enqueueAll = <A, I, R>(
   traceContext: string | undefined
 ): Effect.Effect<EnqueueManyResult, PayloadError | EnqueueInputError | SqlError, JobStore> =>
   Effect.gen(function*() {
-    const { inside, now, store } = yield* storeAndNow
+    const { now, store } = yield* storeAndNow
     if (payloads === null || typeof payloads !== "object" || !(Symbol.iterator in payloads)) {
       return yield* inputError("payloads", "must be an array (or another iterable) of payloads")
     }
@@ -160,7 +148,6 @@ const enqueueAll = <A, I, R>(
     const results = yield* store.insertMany(jobs)
     const written = jobs.filter((_, i) => !results[i]!.duplicate)
     if (traceContext !== undefined) yield* annotateEnqueue("leasehold.job.count", written.length)
-    ringIfDue(store, written, now, inside)
     return {
       jobs: results.map(asResult),
       inserted: written.length,

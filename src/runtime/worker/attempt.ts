@@ -11,7 +11,7 @@
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Context, Effect, Either, type Fiber, FiberRef, HashMap } from "effect"
 import type { JobRow } from "../../core/model.ts"
-import { isTracing } from "../../core/tracer.ts"
+import { isTracing } from "../../infra/tracer.ts"
 import { JobLeases, JobStore } from "../../ports/JobStore.ts"
 import type { ScheduleStore } from "../../ports/ScheduleStore.ts"
 import { setInPlace } from "../inPlace.ts"

@@ -9,7 +9,6 @@
  * counters `stats` reports (./stats.ts).
  */
 import { Context, Duration, Effect, Layer, Option, type Scope } from "effect"
-import * as LocalWakeups from "../../adapters/localWakeups.ts"
 import type { WorkerConfigError } from "../../core/errors.ts"
 import { JobStore } from "../../ports/JobStore.ts"
 import { Jobs } from "../Job.ts"
@@ -116,7 +115,7 @@ export const make = (
     })
     // Enqueues in this process (src/adapters/localWakeups.ts), on every database: subscribed
     // before the claimer's first look, so an enqueue right after the worker starts rings it.
-    yield* LocalWakeups.subscribe(store.tables.channel, bell.ringNow)
+    yield* store.wakeups.subscribe(bell.ringNow)
     const claiming = yield* Effect.forkDaemon(
       makeClaimer({ o, concurrency, store, clock, registry, bell, drainView, keyClaims, pipeline })
     )

@@ -9,7 +9,7 @@ import { leaseExpiresAt } from "../../core/lease.ts"
 import type { JobRow } from "../../core/model.ts"
 import { JobLeases, JobStore } from "../../ports/JobStore.ts"
 import { type HeldLease, JobContext, type JobContextApi, type RegisteredJob } from "../Job.ts"
-import { unsafeMakeOneShot } from "../../core/oneShot.ts"
+import { unsafeMakeOneShot } from "../../infra/oneShot.ts"
 import { holderOf } from "./outcome.ts"
 import type { Watch } from "./watchdog.ts"
 
@@ -59,7 +59,7 @@ export const perform = (
     // The lease as last renewed, which perform reads through its context: plain state, as the
     // attempt's fibers run on one thread.
     let lease = Option.fromNullable(held)
-    // Made only for an attempt that perform's lease loss interrupts (a Deferred is dear: ../../core/oneShot.ts).
+    // Made only for an attempt that perform's lease loss interrupts (a Deferred is dear: ../../infra/oneShot.ts).
     const interruptOnLoss = type.onLeaseLost === "interrupt" && held !== undefined
     const lost = interruptOnLoss ? yield* Deferred.make<never, LeaseLostError>() : undefined
     let lostLogged = false

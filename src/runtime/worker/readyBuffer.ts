@@ -4,7 +4,7 @@
  * for the next one, which is handed to it directly.
  *
  * Why not Effect's `Queue`: a take is several steps, and a take that waits makes a `Deferred`
- * (dear to make, src/core/oneShot.ts); an idle worker's runner waited that way for every job,
+ * (dear to make, src/infra/oneShot.ts); an idle worker's runner waited that way for every job,
  * on its latency's path. Here a take of a waiting job is one step, and a wait is one callback.
  */
 import { Effect } from "effect"

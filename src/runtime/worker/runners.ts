@@ -13,7 +13,7 @@
  */
 import { Cause, type Clock, Effect, Exit, type Fiber, FiberRef, Queue } from "effect"
 import type { JobRow } from "../../core/model.ts"
-import { type OneShot, unsafeMakeOneShot } from "../../core/oneShot.ts"
+import { type OneShot, unsafeMakeOneShot } from "../../infra/oneShot.ts"
 import type { JobStore, JobStoreApi } from "../../ports/JobStore.ts"
 import { RECHECK_AFTER_MS, runClaimed, type WorkerServices } from "./attempt.ts"
 import { MAX_AHEAD_FACTOR } from "./claimAhead.ts"

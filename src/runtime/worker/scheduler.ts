@@ -7,7 +7,6 @@
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Data, Effect, Option } from "effect"
-import * as LocalWakeups from "../../adapters/localWakeups.ts"
 import type { EnqueueInputError, PayloadError } from "../../core/errors.ts"
 import { decideSlot, newScheduleRow, nextSlot, sameDefinition, type ScheduleRow } from "../../core/schedules.ts"
 import { JobStore } from "../../ports/JobStore.ts"
@@ -97,7 +96,7 @@ const handle = (s: Scheduled, now: number): Effect.Effect<ScheduleOutcome, Sched
       const moved = yield* store.advance(input, enqueue(s.type, s.schedule.payload, { runAt: decision.slot }))
       if (Option.isSome(moved)) {
         // Committed: wake this process's idle workers (an enqueue in a transaction cannot).
-        yield* LocalWakeups.ring((yield* JobStore).tables.channel)
+        ;(yield* JobStore).wakeups.ring()
         return ScheduleOutcome.Enqueued({ name, slot: decision.slot, jobId: moved.value.id })
       }
       // Another worker moved the row first: read it again (it most likely took this very slot).

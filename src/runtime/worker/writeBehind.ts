@@ -6,7 +6,7 @@
  * waiting for their writes).
  */
 import { Effect, Exit } from "effect"
-import { type OneShot, unsafeMakeOneShot } from "../../core/oneShot.ts"
+import { type OneShot, unsafeMakeOneShot } from "../../infra/oneShot.ts"
 
 /** The count of outcomes being written behind their runners, and the runners waiting for room. */
 export interface WriteBehind {

@@ -4,6 +4,7 @@
  * outside a transaction sent through the lane (../enqueueLane.ts), and idle workers woken for
  * jobs due now.
  */
+import * as LocalWakeups from "../../localWakeups.ts"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Array as Arr, Effect } from "effect"
 import { enqueueConnections } from "../../../core/connections.ts"
@@ -172,6 +173,10 @@ export const makeInserts = (
     }
   })
   // Whether an insert wrote a job due now, so that idle workers elsewhere are worth waking.
+  // A job due now written outside a transaction: this process's workers are rung at once (its
+  // listener then skips the notification, src/adapters/localWakeups.ts `ORIGIN`), other
+  // processes' are notified after the commit (PostgreSQL).
+  const rungAndNotified = Effect.zipRight(LocalWakeups.ring(runner.tables.channel), notifyWoken(false))
   const wroteDue = (many: ReadonlyArray<NewJob>, results: ReadonlyArray<InsertResult>) =>
     results.some((r, i) => !r.duplicate && many[i]!.runAt <= many[i]!.now)
 
@@ -182,7 +187,7 @@ export const makeInserts = (
       inTransactionWith((inside) =>
         inside
           ? insertJob(job)
-          : Effect.tap(lane.insert(job), (r) => wroteDue([job], [r]) ? notifyWoken(false) : Effect.void)
+          : Effect.tap(lane.insert(job), (r) => (wroteDue([job], [r]) ? rungAndNotified : Effect.void))
       ),
     // One transaction (the caller's, when there is one), one INSERT per chunk of rows; outside
     // the caller's, on a place of the lane's.
@@ -200,7 +205,7 @@ export const makeInserts = (
           ))
         )
         return inside ? inserted : lane.alone(
-          Effect.tap(inserted, (r) => (wroteDue(many, r) ? notifyWoken(false) : Effect.void))
+          Effect.tap(inserted, (r) => (wroteDue(many, r) ? rungAndNotified : Effect.void))
         )
       })
   }

@@ -221,3 +221,9 @@ export const leaseInputProblem = (
   const text = field === "host" ? textProblem(value) : keyProblem(value)
   return text === undefined ? undefined : `lease ${field} ${text}`
 }
+
+/**
+ * The lease name of a job type's cap (`typeConcurrencyLimit`): `cap:<type>`, hashed past 100
+ * characters; its slots are `slotLeaseName(capLeaseName(type), i)` like a key's.
+ */
+export const capLeaseName = (jobName: string): string => fitLeaseName("cap:", jobName)

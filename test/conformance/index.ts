@@ -17,9 +17,11 @@ import { keyGateConformance } from "./keyGate.ts"
 import { leaseLockConformance } from "./leaseLock.ts"
 import { migrationConformance } from "./migrations.ts"
 import { observabilityConformance } from "./observability.ts"
+import { rateLimitConformance } from "./rateLimit.ts"
 import { retentionConformance } from "./retention.ts"
 import { scheduleConformance } from "./schedules.ts"
 import { tracingConformance } from "./tracing.ts"
+import { typeCapConformance } from "./typeCap.ts"
 import { workerConformance } from "./worker.ts"
 
 /** The suites by name, in the order they run. */
@@ -33,6 +35,8 @@ export const SUITES = {
   worker: workerConformance,
   handBack: handBackConformance,
   keyGate: keyGateConformance,
+  rateLimit: rateLimitConformance,
+  typeCap: typeCapConformance,
   cancel: cancelConformance,
   migrations: migrationConformance,
   schedules: scheduleConformance,

@@ -14,6 +14,7 @@ import {
   MAX_TIMEOUT_SECONDS
 } from "../../core/jobs.ts"
 import { type LeaseOptions, MAX_CONCURRENCY_LIMIT } from "../../core/lease.ts"
+import { MAX_RATE_LIMIT, MAX_RATE_PERIOD_MS, type RateLimit } from "../../core/rate.ts"
 import { type CronSchedule, DEFAULT_TIME_ZONE, parseCronSchedule, type ScheduleOptions } from "../../core/schedules.ts"
 import type { JobContext } from "./context.ts"
 
@@ -39,6 +40,17 @@ export interface JobOptions<A> extends LeaseOptions<A> {
    * (docs/behaviour.md §8). Needs `exclusive`, `concurrencyKey` or `concurrencyKeyFor`.
    */
   readonly concurrencyLimit?: number | undefined
+  /**
+   * How many jobs of this type may run at once across all its keys and all workers: a cap over
+   * the type besides `concurrencyLimit`'s per key (docs/flow-control.md). 1 to 1000.
+   */
+  readonly typeConcurrencyLimit?: number | undefined
+  /**
+   * At most `limit` attempts start in any window of `period`, per key (per type when it has no
+   * key), across all workers; up to `limit` may start at once after a quiet period. A job over
+   * the limit waits, its attempt given back, until it may start (docs/flow-control.md).
+   */
+  readonly rateLimit?: { readonly limit: number; readonly period: Duration.DurationInput } | undefined
   /** Enqueue a job of this type at every slot of a cron expression (docs/behaviour.md §14). */
   readonly schedule?: ScheduleOptions<A> | undefined
 }
@@ -71,6 +83,10 @@ export interface JobType<Name extends string = string, A = any, I = any, R = any
   readonly lease: LeaseOptions<A>
   /** Runs at once per key, at least 1 (1: exclusive). */
   readonly concurrencyLimit: number
+  /** How many of its jobs may run at once in all, if capped. */
+  readonly typeConcurrencyLimit?: number | undefined
+  /** Its rate limit, if it has one: at most `limit` starts per `periodMs` per key. */
+  readonly rateLimit?: RateLimit | undefined
   /** Its recurring schedule, if it has one. */
   readonly schedule?: JobSchedule<A> | undefined
 }
@@ -147,6 +163,13 @@ export const define = <const Name extends string, A, I, R = never>(
     )
   }
   const schedule = def.schedule === undefined ? undefined : checkSchedule(def.schedule, def.schema, problem)
+  const rateLimit = def.rateLimit === undefined ? undefined : checkRateLimit(def.rateLimit, problem)
+  const cap = def.typeConcurrencyLimit
+  if (cap !== undefined && (!Number.isSafeInteger(cap) || cap < 1 || cap > MAX_CONCURRENCY_LIMIT)) {
+    throw problem(
+      `typeConcurrencyLimit must be a whole number from 1 to ${MAX_CONCURRENCY_LIMIT}, got ${String(cap)}`
+    )
+  }
   return {
     name,
     schema: def.schema,
@@ -160,8 +183,30 @@ export const define = <const Name extends string, A, I, R = never>(
     onLeaseLost: def.onLeaseLost ?? "continue",
     lease: { exclusive: def.exclusive, concurrencyKey: def.concurrencyKey, concurrencyKeyFor: def.concurrencyKeyFor },
     concurrencyLimit: limit,
+    ...(rateLimit === undefined ? {} : { rateLimit }),
+    ...(cap === undefined ? {} : { typeConcurrencyLimit: cap }),
     ...(schedule === undefined ? {} : { schedule })
   }
+}
+
+/** A rate limit's whole number of starts and its period, checked; else a `JobDefinitionError`. */
+const checkRateLimit = (
+  options: NonNullable<JobOptions<unknown>["rateLimit"]>,
+  problem: (reason: string) => JobDefinitionError
+): RateLimit => {
+  if (typeof options !== "object" || options === null) throw problem("rateLimit must be { limit, period }")
+  const { limit } = options
+  if (typeof limit !== "number" || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_RATE_LIMIT) {
+    throw problem(`rateLimit.limit must be a whole number from 1 to ${MAX_RATE_LIMIT}, got ${String(limit)}`)
+  }
+  const period = durationMillis(options.period)
+  if (
+    Either.isLeft(period) || !Number.isSafeInteger(period.right) || period.right < 1 ||
+    period.right > MAX_RATE_PERIOD_MS
+  ) {
+    throw problem(`rateLimit.period must be a whole number of ms from 1 ms to 1 day, got ${String(options.period)}`)
+  }
+  return { limit, periodMs: period.right }
 }
 
 /** A schedule's cron, time zone, catch-up and payload, checked at definition; else a `JobDefinitionError`. */

@@ -26,6 +26,8 @@ import { observeAttempt } from "./observe.ts"
 import type { Resolved } from "./options.ts"
 import { runnableJob } from "./payload.ts"
 import { type InFlight, perform } from "./perform.ts"
+import { takeRate } from "./rateLimit.ts"
+import { type CapSlot, giveBackCap, releaseCap, takeCap } from "./typeCap.ts"
 import type { ProcessResult } from "./results.ts"
 import { watch, type Watch } from "./watchdog.ts"
 
@@ -193,7 +195,24 @@ const runAttempt = (
       return lease.left
     }
     const held = lease.right
+    const { backoff, rateLimit, typeConcurrencyLimit } = registered.type
+    // The type's cap after the key's lease, always in that order (./typeCap.ts).
+    let cap: CapSlot | undefined
+    if (typeConcurrencyLimit !== undefined) {
+      const capped = yield* takeCap(a, typeConcurrencyLimit, backoff, held)
+      if (Either.isLeft(capped)) return capped.left
+      cap = capped.right
+    }
+    // The rate slot last, immediately before perform (./rateLimit.ts).
+    if (rateLimit !== undefined) {
+      const rated = yield* takeRate(a, job.name, leaseName, rateLimit, backoff, held)
+      if (Either.isLeft(rated)) {
+        if (cap !== undefined) yield* giveBackCap(a, cap)
+        return rated.left
+      }
+    }
     correctLeaseName(fiber, job, leaseName)
-    const exit = yield* perform(job, registered, payload, o.host, held, timer ?? watch, services, inFlight)
-    return yield* finish(a, { exit, held, leaseName, backoff: registered.type.backoff, performed })
+    const exit = yield* perform(job, registered, payload, o.host, held, timer ?? watch, services, inFlight, cap?.name)
+    const result = yield* finish(a, { exit, held, leaseName, backoff, performed })
+    return cap === undefined ? result : yield* releaseCap(a, cap, exit, result)
   })

@@ -15,6 +15,7 @@ import { Jobs } from "../Job.ts"
 import type { WorkerServices } from "./attempt.ts"
 import { startListener, startMaintenance, startReaper } from "./background.ts"
 import { makeClaimer } from "./claimer.ts"
+import { makeAlarms } from "./alarms.ts"
 import { makeDoorbell } from "./doorbell.ts"
 import { makeHandBack } from "./handBack.ts"
 import { cachedDraining, touchHost } from "./hosts.ts"
@@ -80,6 +81,8 @@ export const make = (
         look: Effect.flatMap(claimInput(o), p.read)
       })))
     )
+    // Jobs this worker deferred ring it when due again, not at the next poll (./alarms.ts).
+    const alarms = yield* makeAlarms(bell.ringNow)
     // One timer for every attempt's timeout (./watchdog.ts).
     const timer = yield* makeWatchdog()
     // The keys this worker's attempts hold, so the next run of a busy key waits for them (./keyGate.ts).
@@ -108,6 +111,7 @@ export const make = (
       gate,
       keyClaims,
       bell,
+      alarms,
       hands,
       counters,
       pipeline,

@@ -294,3 +294,26 @@ export const releaseFenced = (job: JobRow, held: Held, result: ProcessResult) =>
       when: "ended"
     })
   })
+
+/**
+ * Defers a claimed job that may not start yet until `retryAt`, waiting on `waitOn`, its attempt
+ * given back (docs/behaviour.md §8): `Deferred`, or `Cancelled` / `Fenced` when its claim was
+ * cancelled or taken back meanwhile.
+ */
+export const deferClaimed = (
+  job: JobRow,
+  now: number,
+  retryAt: number,
+  waitOn: string,
+  holder: string | null
+): Effect.Effect<ProcessResult, SqlError, JobStore> =>
+  Effect.gen(function*() {
+    if (yield* (yield* JobStore).defer(job.id, job.claimToken!, now, retryAt, waitOn)) {
+      return ProcessResult.Deferred({ job: jobRef(job), leaseName: waitOn, retryAt, holder })
+    }
+    if (yield* cancelledMeanwhile(job)) {
+      yield* logCancelled("its job was cancelled before it started; not run")
+      return ProcessResult.Cancelled({ job: jobRef(job), leaseLost: false })
+    }
+    return ProcessResult.Fenced({ job: jobRef(job), leaseLost: false })
+  })

@@ -49,7 +49,8 @@ export const perform = (
   held: HeldLease | undefined,
   timer: Watch,
   services: Context.Context<JobStore | JobLeases>,
-  inFlight?: InFlight
+  inFlight?: InFlight,
+  capSlot?: string
 ): Effect.Effect<Exit.Exit<unknown, unknown>> =>
   Effect.gen(function*() {
     const store = Context.get(services, JobStore)
@@ -112,6 +113,12 @@ export const perform = (
             : new Fenced(which)
         }
         yield* renewLease(now)
+        // The type cap's slot (./typeCap.ts) lives as long as the run; a loss is reported at its release.
+        if (capSlot !== undefined) {
+          yield* Effect.ignoreLogged(
+            leases.renew({ name: capSlot, owner: token, expiresAt: leaseExpiresAt(now, job.claimTimeout) })
+          )
+        }
       })
     }
 

@@ -17,6 +17,7 @@ import { type OneShot, unsafeMakeOneShot } from "../../infra/oneShot.ts"
 import type { JobStore, JobStoreApi } from "../../ports/JobStore.ts"
 import { RECHECK_AFTER_MS, runClaimed, type WorkerServices } from "./attempt.ts"
 import { MAX_AHEAD_FACTOR } from "./claimAhead.ts"
+import type { Alarms } from "./alarms.ts"
 import type { Doorbell } from "./doorbell.ts"
 import { explain } from "./explain.ts"
 import type { HandBack } from "./handBack.ts"
@@ -43,6 +44,8 @@ export interface RunnerParts {
   readonly gate: KeyGate
   readonly keyClaims: KeyClaims
   readonly bell: Doorbell
+  /** Rings `bell` when a job this worker deferred is due again (./alarms.ts). */
+  readonly alarms: Alarms
   readonly hands: HandBack
   readonly counters: Counters
   readonly pipeline: Pipeline
@@ -73,7 +76,8 @@ const unwritten = (job: JobRow, cause: Cause.Cause<unknown>): Effect.Effect<void
 /** Forks `concurrency` runners, daemons that run until interrupted (the worker's shutdown). */
 export const startRunners = (parts: RunnerParts): Effect.Effect<Runners, never, WorkerServices> =>
   Effect.gen(function*() {
-    const { bell, clock, concurrency, counters, gate, hands, keyClaims, o, onResult, pipeline, store, timer } = parts
+    const { alarms, bell, clock, concurrency, counters, gate, hands, keyClaims, o, onResult, pipeline, store, timer } =
+      parts
     const { ready, room, slotFreed, starts } = pipeline
     // The runners' own log annotations (the worker's), to which each attempt adds its job's.
     const annotations = yield* FiberRef.get(FiberRef.currentLogAnnotations)
@@ -125,7 +129,10 @@ export const startRunners = (parts: RunnerParts): Effect.Effect<Runners, never, 
               const owed = settle(job, Exit.succeed(result), free)
               // Outcomes are counted in the metrics where every entry point's attempts are (./observe.ts).
               counters.tally = tallyOf(counters.tally, result)
-              if (result._tag === "Deferred") room.contended = concurrency * 2
+              if (result._tag === "Deferred") {
+                room.contended = concurrency * 2
+                alarms.at(result.retryAt)
+              }
               // The caller's hook runs interruptibly, as the attempt did: a hook that hangs must
               // not hold up a stop.
               const reported = onResult === undefined ? Effect.void : restore(onResult(result))

@@ -2,18 +2,16 @@
  * leasehold's metrics in the Prometheus text format: counters of attempt outcomes, lost leases and
  * reaped rows and a histogram of attempt durations, labelled by job type and queue, kept in this
  * process; and, read from the store at scrape time, jobs per queue and status, queue depth and the
- * oldest due job's age. `render` is the scrape's text, `handler` serves it on an app's node:http
- * (or Express) server, `serve` on a port of its own (`leasehold worker --metrics-port`).
+ * oldest due job's age, and the slots in use of the most used limits. `render` is the scrape's
+ * text; ./metricsServer.ts serves it.
  *
  * The counters are plain numbers in a map per job type and queue, updated once per attempt
  * without allocating, on every job's path: an Effect `Metric` with tags
  * would look its series up in a registry, building a key from the tags, on every update.
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import { Clock, Effect, Metric, Runtime, type Scope } from "effect"
+import { Clock, Effect, Metric, Option } from "effect"
 import type { MetricKey } from "effect/MetricKey"
-import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
 import {
   bucketOf,
   histogramSamples,
@@ -23,7 +21,7 @@ import {
   renderFamilies,
   type Sample
 } from "../infra/prometheus.ts"
-import { JobStore } from "../ports/JobStore.ts"
+import { JobLeases, JobStore } from "../ports/JobStore.ts"
 import type { ProcessResult } from "./worker/results.ts"
 
 export { PROMETHEUS_CONTENT_TYPE } from "../infra/prometheus.ts"
@@ -48,6 +46,20 @@ export const DURATION_BUCKETS: ReadonlyArray<number> = [
   3600
 ]
 
+/** The bucket bounds, in seconds, of how long a job waits when a limit defers it. */
+export const LIMIT_WAIT_BUCKETS: ReadonlyArray<number> = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 3600]
+
+/** Which limit deferred a job, from the name it waits on (src/core/rate.ts, src/core/lease.ts). */
+type LimitKind = "key" | "cap" | "rate"
+const limitOf = (waitsOn: string): LimitKind =>
+  waitsOn.startsWith("rate:") ? "rate" : waitsOn.startsWith("cap:") ? "cap" : "key"
+
+/** Waits of one limit kind: observations per bucket of LIMIT_WAIT_BUCKETS, and their sum. */
+interface Waits {
+  readonly buckets: Float64Array
+  seconds: number
+}
+
 /** One job type's counters in one queue. */
 interface Series {
   readonly labels: Labels
@@ -59,9 +71,13 @@ interface Series {
   cancelled: number
   leasesLost: number
   reaped: number
+  rateLimited: number
+  capped: number
   /** Observations per bucket of DURATION_BUCKETS, the last one above every bound. */
   readonly buckets: Float64Array
   seconds: number
+  /** Deferrals by limit kind, made when a kind first defers a job of this series. */
+  readonly waits: Map<LimitKind, Waits>
 }
 
 // Job type → queue → series: two lookups and no allocation per attempt once a pair is known.
@@ -83,8 +99,11 @@ const seriesOf = (job: string, queue: string): Series => {
       cancelled: 0,
       leasesLost: 0,
       reaped: 0,
+      rateLimited: 0,
+      capped: 0,
       buckets: new Float64Array(DURATION_BUCKETS.length + 1),
-      seconds: 0
+      seconds: 0,
+      waits: new Map()
     }
     queues.set(queue, s)
   }
@@ -93,10 +112,11 @@ const seriesOf = (job: string, queue: string): Series => {
 
 /**
  * Counts one finished attempt and its duration in ms (src/runtime/worker/observe.ts calls it for
- * every attempt of every entry point). A failed attempt counts as failed, and also as dead when
- * the job has no retries left.
+ * every attempt of every entry point), ended at epoch ms `now`. A failed attempt counts as
+ * failed, and also as dead when the job has no retries left; a deferral also by the limit that
+ * deferred it, with how long the job waits (its retry time less `now`).
  */
-export const recordAttempt = (result: ProcessResult, ms: number): void => {
+export const recordAttempt = (result: ProcessResult, ms: number, now?: number): void => {
   if (!("job" in result)) return
   const s = seriesOf(result.job.name, result.job.queue)
   const seconds = ms / 1000
@@ -116,9 +136,22 @@ export const recordAttempt = (result: ProcessResult, ms: number): void => {
     case "Cancelled":
       s.cancelled++
       break
-    case "Deferred":
+    case "Deferred": {
       s.deferred++
+      const kind = limitOf(result.leaseName)
+      if (kind === "rate") s.rateLimited++
+      else if (kind === "cap") s.capped++
+      if (now !== undefined) {
+        let waits = s.waits.get(kind)
+        if (waits === undefined) {
+          s.waits.set(kind, waits = { buckets: new Float64Array(LIMIT_WAIT_BUCKETS.length + 1), seconds: 0 })
+        }
+        const wait = Math.max(0, result.retryAt - now) / 1000
+        waits.buckets[bucketOf(LIMIT_WAIT_BUCKETS, wait)]!++
+        waits.seconds += wait
+      }
       break
+    }
   }
   if ("leaseLost" in result && result.leaseLost) s.leasesLost++
 }
@@ -150,9 +183,13 @@ const counter = (name: string, help: string, value: (s: Series) => number): Metr
 /** The in-process families: outcome counters, lost leases, reaped rows, running attempts, durations. */
 const processFamilies = (): Array<MetricFamily> => {
   const durations: Array<Sample> = []
+  const waits: Array<Sample> = []
   for (const queues of byType.values()) {
     for (const s of queues.values()) {
       durations.push(...histogramSamples(s.labels, DURATION_BUCKETS, s.buckets, s.seconds))
+      for (const [kind, w] of s.waits) {
+        waits.push(...histogramSamples([...s.labels, ["limit", kind]], LIMIT_WAIT_BUCKETS, w.buckets, w.seconds))
+      }
     }
   }
   return [
@@ -165,8 +202,18 @@ const processFamilies = (): Array<MetricFamily> => {
     counter("leasehold_jobs_dead_total", "Failed attempts that left the job dead (no retries left).", (s) => s.dead),
     counter(
       "leasehold_jobs_deferred_total",
-      "Attempts deferred because their lease was busy (the attempt was given back).",
+      "Attempts deferred by a limit: a busy key, the type's cap or a rate limit (the attempt was given back).",
       (s) => s.deferred
+    ),
+    counter(
+      "leasehold_rate_limited_total",
+      "Attempts deferred because their key's (or type's) rate limit was reached.",
+      (s) => s.rateLimited
+    ),
+    counter(
+      "leasehold_type_capped_total",
+      "Attempts deferred because their type's cap (typeConcurrencyLimit) was reached.",
+      (s) => s.capped
     ),
     counter(
       "leasehold_jobs_fenced_total",
@@ -195,6 +242,12 @@ const processFamilies = (): Array<MetricFamily> => {
       help: "How long attempts took, from the start of the attempt to its recorded outcome.",
       type: "histogram",
       samples: durations
+    },
+    {
+      name: "leasehold_limit_waits_seconds",
+      help: "How long a limit deferred a job (until its retry), by the limit: key, cap or rate.",
+      type: "histogram",
+      samples: waits
     }
   ]
 }
@@ -259,6 +312,40 @@ const storeFamilies = (now: number): Effect.Effect<Array<MetricFamily>, SqlError
     ] satisfies Array<MetricFamily>
   })
 
+/** How many limits `leasehold_limit_slots_in_use` shows: the most used. */
+const TOP_LIMITS = 20
+
+/**
+ * Slots in use now per limit, from the lease table (JobLeases, when the runtime has it): a key's
+ * lease and its slots, a type's cap, a key's rate slots; the most used first. Names hashed to
+ * fit the table (`slot:…#i`) count under their hash.
+ */
+const limitFamilies = (now: number): Effect.Effect<Array<MetricFamily>, SqlError> =>
+  Effect.gen(function*() {
+    const leases = yield* Effect.serviceOption(JobLeases)
+    if (Option.isNone(leases) || !(yield* leases.value.tableExists)) return []
+    const inUse = new Map<string, number>()
+    for (const row of yield* leases.value.list) {
+      if (row.expiresAt < now) continue
+      const base = row.name.replace(/#\d+$/, "")
+      inUse.set(base, (inUse.get(base) ?? 0) + 1)
+    }
+    const top = [...inUse].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, TOP_LIMITS)
+    return [{
+      name: "leasehold_limit_slots_in_use",
+      help:
+        `Slots held now of the ${TOP_LIMITS} most used limits: a key's (key), a type's cap (cap), a rate limit's (rate).`,
+      type: "gauge",
+      samples: top.map(([name, count]) => ({
+        labels: [["limit", name.startsWith("rate:") ? "rate" : name.startsWith("cap:") ? "cap" : "key"], [
+          "name",
+          name
+        ]],
+        value: count
+      }))
+    }] satisfies Array<MetricFamily>
+  })
+
 /**
  * One scrape: this process's counters and the store's gauges, in the Prometheus text format.
  * Never fails: when the store cannot be read, its gauges are left out and `leasehold_store_up`
@@ -266,7 +353,7 @@ const storeFamilies = (now: number): Effect.Effect<Array<MetricFamily>, SqlError
  */
 export const render: Effect.Effect<string, never, JobStore> = Effect.gen(function*() {
   const now = yield* Clock.currentTimeMillis
-  const stored = yield* Effect.either(storeFamilies(now))
+  const stored = yield* Effect.either(Effect.zipWith(storeFamilies(now), limitFamilies(now), (a, b) => [...a, ...b]))
   if (stored._tag === "Left") yield* Effect.logWarning("metrics: the job store could not be read", stored.left)
   const up: MetricFamily = {
     name: "leasehold_store_up",
@@ -281,85 +368,3 @@ export const render: Effect.Effect<string, never, JobStore> = Effect.gen(functio
     ...(stored._tag === "Right" ? stored.right : [])
   ])
 })
-
-/**
- * What the handler reads of a node:http request. Structural, so that leasehold's public types
- * never name node:http: an app compiled without @types/node still type-checks (test/e2e/package.test.ts).
- */
-export interface MetricsRequest {
-  readonly method?: string | undefined
-}
-
-/** What the handler writes to a node:http response (a `ServerResponse` is one). */
-export interface MetricsResponse {
-  writeHead(status: number, headers?: Record<string, string>): MetricsResponse
-  end(body?: string): unknown
-}
-
-/** A node:http request handler, as `handler` gives it (Express accepts it as middleware too). */
-export type MetricsHandler = (request: MetricsRequest, response: MetricsResponse) => void
-
-/**
- * A node:http handler that answers every request it is given with a scrape (`render`); mount it
- * on the path you choose (`/metrics`). It runs on the runtime it is built in, so its JobStore
- * is that runtime's.
- */
-export const handler: Effect.Effect<MetricsHandler, never, JobStore> = Effect.map(
-  Effect.runtime<JobStore>(),
-  (runtime) => {
-    const run = Runtime.runPromise(runtime)
-    return (request, response) => {
-      if (request.method !== "GET" && request.method !== "HEAD") {
-        response.writeHead(405, { allow: "GET, HEAD" }).end()
-        return
-      }
-      run(render).then(
-        (text) => {
-          response.writeHead(200, { "content-type": PROMETHEUS_CONTENT_TYPE })
-          response.end(request.method === "HEAD" ? undefined : text)
-        },
-        (e) => response.writeHead(500).end(String(e))
-      )
-    }
-  }
-)
-
-/** Where `serve` listens. */
-export interface ServeOptions {
-  /** The TCP port (0: any free one; the server's `port` says which). */
-  readonly port: number
-  /** The address to listen on (default 127.0.0.1; 0.0.0.0 for every interface). */
-  readonly host?: string | undefined
-}
-
-/** A running metrics server. */
-export interface MetricsServer {
-  /** The port it listens on. */
-  readonly port: number
-}
-
-/**
- * Serves `/metrics` on a server of its own for as long as the scope is open (any other path:
- * 404). Fails when the port cannot be listened on (in use, not allowed).
- */
-export const serve = (options: ServeOptions): Effect.Effect<MetricsServer, Error, JobStore | Scope.Scope> =>
-  Effect.gen(function*() {
-    const handle = yield* handler
-    const server = createServer((request, response) => {
-      const path = (request.url ?? "/").split("?")[0]
-      if (path === "/metrics") handle(request, response)
-      else response.writeHead(404, { "content-type": "text/plain" }).end("not found: try /metrics\n")
-    })
-    yield* Effect.acquireRelease(
-      Effect.async<void, Error>((resume) => {
-        server.once("error", (e) => resume(Effect.fail(e)))
-        server.listen(options.port, options.host ?? "127.0.0.1", () => resume(Effect.void))
-      }),
-      () =>
-        Effect.async<void>((resume) => {
-          server.close(() => resume(Effect.void))
-          server.closeAllConnections()
-        })
-    )
-    return { port: (server.address() as AddressInfo).port }
-  })

@@ -9,6 +9,7 @@ import { expect, layer } from "@effect/vitest"
 import { Clock, type Duration, Effect, Exit, Option, Ref, Schema, Scope, TestClock } from "effect"
 import { JobLeases, JobStore } from "../../src/JobStore.ts"
 import { RATE_START_ALLOWANCE_MS, rateLeaseName, rateSlotNames } from "../../src/core/rate.ts"
+import { Metrics } from "../../src/index.ts"
 import { define, enqueue } from "../../src/runtime/Job.ts"
 import { processNext } from "../../src/runtime/Worker.ts"
 import { type AdapterName, layerFor } from "../support/databases.ts"
@@ -92,6 +93,16 @@ export const rateLimitConformance = (adapter: AdapterName) =>
             expect(all.map((s) => s.n).sort()).toEqual([0, 1, 2, 3, 4])
             expect(mostInWindow(all.map((s) => s.at), 10 * SECOND)).toBe(2)
             for (const id of ids) expect(yield* row(id)).toMatchObject({ status: "completed", attempts: 1 })
+            // seen in the metrics: three deferrals by the rate limit, how long each waited, the slot in use
+            const text = yield* Metrics.render
+            expect(text).toContain(`leasehold_rate_limited_total{job="Sms",queue="default"} 3`)
+            expect(text).toContain(`leasehold_limit_waits_seconds_count{job="Sms",queue="default",limit="rate"} 3`)
+            expect(text).toContain(
+              `leasehold_limit_waits_seconds_sum{job="Sms",queue="default",limit="rate"} ${
+                (cycle(10 * SECOND) * 2 + 2 * cycle(10 * SECOND)) / 1000
+              }`
+            )
+            expect(text).toContain(`leasehold_limit_slots_in_use{limit="rate",name="rate:job:Sms"} 1`)
           })
         )
       }))

@@ -10,7 +10,10 @@ import { Effect, Layer, Logger, LogLevel, Option, Schema, TestClock } from "effe
 import { renderFamilies } from "../../src/infra/prometheus.ts"
 import type { JobStoreApi } from "../../src/JobStore.ts"
 import { define, enqueue, JobContext } from "../../src/runtime/Job.ts"
-import * as Metrics from "../../src/runtime/metrics.ts"
+import * as MetricsCore from "../../src/runtime/metrics.ts"
+import * as MetricsServer from "../../src/runtime/metricsServer.ts"
+
+const Metrics = { ...MetricsCore, ...MetricsServer }
 import * as Worker from "../../src/runtime/Worker.ts"
 import { JobLeases, JobStore, TestLeasehold } from "../../src/testing.ts"
 import { parseScrape } from "../support/prometheus.ts"

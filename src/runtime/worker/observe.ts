@@ -18,7 +18,11 @@ const outcomeOf = (result: ProcessResult): string => {
     case "Fenced":
       return "fenced"
     case "Deferred":
-      return "deferred, lease busy"
+      return result.leaseName.startsWith("rate:")
+        ? "deferred, rate limited"
+        : result.leaseName.startsWith("cap:")
+        ? "deferred, type cap reached"
+        : "deferred, lease busy"
     default:
       return result._tag.toLowerCase()
   }
@@ -54,8 +58,9 @@ export const observeAttempt = <E, R>(
   const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
   const started = clock.unsafeCurrentTimeMillis()
   return Effect.flatMap(attempt, (result) => {
-    const ms = clock.unsafeCurrentTimeMillis() - started
-    recordAttempt(result, ms)
+    const ended = clock.unsafeCurrentTimeMillis()
+    const ms = ended - started
+    recordAttempt(result, ms, ended)
     if (LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), LogLevel.Info)) {
       return Effect.succeed(result)
     }

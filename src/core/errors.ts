@@ -327,3 +327,12 @@ export class JobFilterError extends Data.TaggedError("JobFilterError")<{
     return `invalid job filter ${this.field}: ${this.reason}`
   }
 }
+
+/** A limits change that cannot be stored (src/core/limits.ts `limitChangeProblem`); nothing was changed. */
+export class LimitInputError extends Data.TaggedError("LimitInputError")<{
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `bad limits change: ${this.reason}`
+  }
+}

@@ -43,6 +43,8 @@ export interface TableNames {
   readonly schedules: string
   /** One row per lease a run lost, bounded by retention (migration 10; src/core/lostLeases.ts). */
   readonly lostLeases: string
+  /** Limits changed live: one row per job type, queue or key overridden (migration 12; src/core/limits.ts). */
+  readonly limits: string
   /** The PostgreSQL LISTEN/NOTIFY channel that wakes idle workers (at most 63 bytes). */
   readonly channel: string
 }
@@ -69,6 +71,7 @@ export const tableNames = (prefix: string = DEFAULT_PREFIX): TableNames => {
     migrations: checkIdentifier(`${prefix}migrations`),
     schedules: checkIdentifier(`${prefix}schedules`),
     lostLeases: checkIdentifier(`${prefix}lost_leases`),
+    limits: checkIdentifier(`${prefix}limits`),
     channel: `${prefix}jobs`.slice(0, 63)
   }
 }

@@ -25,6 +25,7 @@ import type {
   NewJob,
   QueueDepth
 } from "../core/model.ts"
+import type { LimitChange, LimitRow, LimitScope } from "../core/limits.ts"
 import type { LostLeaseRow } from "../core/lostLeases.ts"
 import type { TableNames } from "../core/tables.ts"
 import type { LeaseLockApi } from "./LeaseLock.ts"
@@ -188,6 +189,15 @@ export interface JobStoreApi {
    * newest `keep` (ties at the cut kept); how many.
    */
   readonly pruneLostLeases: (before: number | null, keep: number) => Effect.Effect<number, SqlError>
+  /** Every row of the limits table (src/core/limits.ts), by scope and target. */
+  readonly limits: Effect.Effect<ReadonlyArray<LimitRow>, SqlError>
+  /**
+   * Applies a checked `change` to its row at `now` (made when missing) and returns the row. A
+   * pause lifted wakes every job it held (due now).
+   */
+  readonly changeLimit: (change: LimitChange, now: number) => Effect.Effect<LimitRow, SqlError>
+  /** Deletes a row, waking the jobs its pause held; whether there was one. */
+  readonly clearLimit: (scope: LimitScope, target: string, now: number) => Effect.Effect<boolean, SqlError>
 }
 
 /** The JobStore service. */

@@ -15,6 +15,7 @@ import { insightsConformance } from "./insights.ts"
 import { jobConformance } from "./jobs.ts"
 import { keyGateConformance } from "./keyGate.ts"
 import { leaseLockConformance } from "./leaseLock.ts"
+import { limitsConformance } from "./limits.ts"
 import { migrationConformance } from "./migrations.ts"
 import { observabilityConformance } from "./observability.ts"
 import { rateLimitConformance } from "./rateLimit.ts"
@@ -37,6 +38,7 @@ export const SUITES = {
   keyGate: keyGateConformance,
   rateLimit: rateLimitConformance,
   typeCap: typeCapConformance,
+  limits: limitsConformance,
   cancel: cancelConformance,
   migrations: migrationConformance,
   schedules: scheduleConformance,

@@ -123,10 +123,10 @@ export const dropPrefixed = (prefix: string) =>
     }
   }).pipe(Effect.orDie)
 
-/** The tables `clearJobTables` empties (docs/behaviour.md §1: jobs, hosts, job locks; §14: schedules; lost leases). */
+/** The tables `clearJobTables` empties (docs/behaviour.md §1: jobs, hosts, job locks; §14: schedules; lost leases; §19: limits). */
 const clearedTables = (prefix: string) => {
   const t = tableNames(prefix)
-  return [t.jobLocks, t.hosts, t.jobs, t.schedules, t.lostLeases]
+  return [t.jobLocks, t.hosts, t.jobs, t.schedules, t.lostLeases, t.limits]
 }
 
 /** The shared job-table prefix under a layer's own prefix (no `db.table` name ends this way). */

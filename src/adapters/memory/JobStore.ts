@@ -37,6 +37,7 @@ import { type InsertResult, JobLeases, JobStore, type JobStoreApi } from "../../
 import { rememberingTable } from "../jobLeases.ts"
 import { MemoryDatabase, type MemoryDatabaseApi, type MemoryTables, modifyTable, noSuchTable } from "./database.ts"
 import { memoryJobStoreAdmin } from "./jobStoreAdmin.ts"
+import { memoryLimits } from "./limits.ts"
 import { memoryJobTables, put } from "./jobTables.ts"
 import { makeMemoryLeaseLock } from "./LeaseLock.ts"
 import { memoryScheduleStoreLayer } from "./ScheduleStore.ts"
@@ -240,7 +241,8 @@ export const makeMemoryJobStore = (
         (r) => applyReap(r, decision, now)
       ),
     handOff,
-    ...memoryJobStoreAdmin(jobTables)
+    ...memoryJobStoreAdmin(jobTables),
+    ...memoryLimits(db, tables, jobsTable)
   })
 }
 

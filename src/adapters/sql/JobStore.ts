@@ -14,6 +14,7 @@ import { rememberingTable } from "../jobLeases.ts"
 import { hintingMissingSchema } from "../schemaErrors.ts"
 import { poolSizeOf } from "./connections.ts"
 import { makeAdmin } from "./jobStore/admin.ts"
+import { makeLimits } from "./jobStore/limits.ts"
 import { makeClaims } from "./jobStore/claim.ts"
 import { makeFinish } from "./jobStore/finish.ts"
 import { makeHandBack } from "./jobStore/handBack.ts"
@@ -50,7 +51,8 @@ export const make = (
       ...makeFinish(runner, wakeups),
       ...makeHandBack(runner, wakeups),
       ...makeReaping(runner),
-      ...makeAdmin(runner)
+      ...makeAdmin(runner),
+      ...makeLimits(runner)
     }))
   })
 

@@ -3,6 +3,7 @@ import { decodeHistory } from "../../core/history.ts"
 import { decodeEpochMs, type LeaseRow } from "../../core/lease.ts"
 import type { JobStatus } from "../../core/jobs.ts"
 import type { HostRow, JobRow, UniqueUntil } from "../../core/model.ts"
+import type { LimitRow, LimitScope } from "../../core/limits.ts"
 import type { LostLeaseDetected, LostLeaseRow } from "../../core/lostLeases.ts"
 
 /** A count or INT column as a number (drivers may return a string or a bigint). */
@@ -94,4 +95,18 @@ export const decodeLostLeaseRow = (r: Record<string, unknown>): LostLeaseRow => 
   holder: strOrNull(r.holder),
   lostAt: decodeEpochMs(r.lost_at),
   detected: String(r.detected) as LostLeaseDetected
+})
+
+/** Decodes a limits row (migration 12) from any driver (BIGINT as string, number or bigint). */
+export const decodeLimitRow = (r: Record<string, unknown>): LimitRow => ({
+  scope: String(r.scope) as LimitScope,
+  target: String(r.target),
+  concurrency: intOrNull(r.concurrency),
+  typeCap: intOrNull(r.type_cap),
+  rateLimit: intOrNull(r.rate_limit),
+  ratePeriodMs: r.rate_period_ms === null || r.rate_period_ms === undefined ? null : decodeEpochMs(r.rate_period_ms),
+  paused: Number(r.paused) === 1,
+  pausedBy: strOrNull(r.paused_by),
+  pausedAt: r.paused_at === null || r.paused_at === undefined ? null : decodeEpochMs(r.paused_at),
+  updatedAt: decodeEpochMs(r.updated_at)
 })

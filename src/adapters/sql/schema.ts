@@ -296,6 +296,36 @@ export const addClaimLease: Migration = {
   memoryTables: () => []
 }
 
+// ---------------------------------------------------------------------------------------------
+// Migration 12: limits changed live (src/core/limits.ts): one row per job type, queue or key
+// whose limits an operator overrides or that is paused. Workers read the whole table once a poll
+// interval; it holds a row per override, so it needs no index beyond its key.
+
+/** Migration 12: the limits table. */
+export const createLimits: Migration = {
+  id: 12,
+  name: "limits changed live",
+  statements: (dialect, t) => {
+    const { bigint, tableOptions } = schemas[dialect]
+    const syntax = dialects[dialect].syntax
+    const type = new RawSql(bigint)
+    return [sqlFor(syntax)`CREATE TABLE IF NOT EXISTS ${new RawSql(syntax.quote(checkIdentifier(t.limits)))} (
+  scope VARCHAR(8) NOT NULL,
+  target VARCHAR(255) NOT NULL,
+  concurrency INT NULL,
+  type_cap INT NULL,
+  rate_limit INT NULL,
+  rate_period_ms ${type} NULL,
+  paused INT NOT NULL,
+  paused_by VARCHAR(255) NULL,
+  paused_at ${type} NULL,
+  updated_at ${type} NOT NULL,
+  PRIMARY KEY (scope, target)
+)${new RawSql(tableOptions)}`]
+  },
+  memoryTables: (t) => [t.limits]
+}
+
 /** leasehold's migrations, in the order they apply. Append new ones; never edit an applied one. */
 export const migrations: ReadonlyArray<Migration> = [
   createJobTables,
@@ -308,7 +338,8 @@ export const migrations: ReadonlyArray<Migration> = [
   createSchedules,
   addTraceContext,
   createLostLeases,
-  addClaimLease
+  addClaimLease,
+  createLimits
 ]
 
 // ---------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ import { setInPlace } from "../inPlace.ts"
 import { Jobs } from "../Job.ts"
 import { traceAttempt } from "../tracing.ts"
 import { holdLease } from "./attemptLease.ts"
+import { admit, limitedType } from "./flowControl.ts"
 import type { Attempt } from "./attemptState.ts"
 import { checkClaim } from "./claimCheck.ts"
 import { finish } from "./finish.ts"
@@ -26,8 +27,7 @@ import { observeAttempt } from "./observe.ts"
 import type { Resolved } from "./options.ts"
 import { runnableJob } from "./payload.ts"
 import { type InFlight, perform } from "./perform.ts"
-import { takeRate } from "./rateLimit.ts"
-import { type CapSlot, giveBackCap, releaseCap, takeCap } from "./typeCap.ts"
+import { releaseCap } from "./typeCap.ts"
 import type { ProcessResult } from "./results.ts"
 import { watch, type Watch } from "./watchdog.ts"
 
@@ -190,27 +190,20 @@ const runAttempt = (
       return runnable.left
     }
     const { leaseName, payload, registered } = runnable.right
-    const lease = yield* holdLease(a, leaseName, registered.type)
+    // The type as the live limits have it (./flowControl.ts), or the job paused.
+    const limited = yield* limitedType(a, registered.type, leaseName)
+    if (Either.isLeft(limited)) return limited.left
+    const type = limited.right
+    const lease = yield* holdLease(a, leaseName, type)
     if (Either.isLeft(lease)) {
       return lease.left
     }
     const held = lease.right
-    const { backoff, rateLimit, typeConcurrencyLimit } = registered.type
-    // The type's cap after the key's lease, always in that order (./typeCap.ts).
-    let cap: CapSlot | undefined
-    if (typeConcurrencyLimit !== undefined) {
-      const capped = yield* takeCap(a, typeConcurrencyLimit, backoff, held)
-      if (Either.isLeft(capped)) return capped.left
-      cap = capped.right
-    }
-    // The rate slot last, immediately before perform (./rateLimit.ts).
-    if (rateLimit !== undefined) {
-      const rated = yield* takeRate(a, job.name, leaseName, rateLimit, backoff, held)
-      if (Either.isLeft(rated)) {
-        if (cap !== undefined) yield* giveBackCap(a, cap)
-        return rated.left
-      }
-    }
+    const backoff = type.backoff
+    // The type's cap, a lowered limit's slots and the rate limit, after the key's lease.
+    const admitted = yield* admit(a, type, registered.type, leaseName, held)
+    if (Either.isLeft(admitted)) return admitted.left
+    const cap = admitted.right
     correctLeaseName(fiber, job, leaseName)
     const exit = yield* perform(job, registered, payload, o.host, held, timer ?? watch, services, inFlight, cap?.name)
     const result = yield* finish(a, { exit, held, leaseName, backoff, performed })

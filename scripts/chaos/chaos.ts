@@ -24,6 +24,11 @@
  * from 3 s on, 3–7 s apart (see `pauses`); the restart at 40% (PostgreSQL) or 55% (MariaDB) of the
  * chaos phase. A pause or kill never takes the last active worker, so someone keeps reaping.
  * The drain then waits up to max(45 s, 3 windows + 20 s) for every job to finish.
+ *
+ * Flow limits (`limits`; on in `npm run chaos`): through the same faults, storms of jobs of two limited
+ * types (jobs.ts `limitedJobs`: a keyed type with a per-key limit, a cap over the type and a rate
+ * limit per key; an unkeyed type with a rate limit) that fill every limit at once, and a trickle
+ * between them; limits.ts checks every recorded start and end against the limits.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
@@ -66,8 +71,11 @@ import {
   historyDdl,
   historyTable,
   JOB_TIMEOUT_SECONDS,
+  limitedJobs,
+  limitsSpec,
   readHistory
 } from "./jobs.ts"
+import { checkLimits, type LimitsResult, type LostLeaseRecord } from "./limits.ts"
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..")
 const WORKER_ENTRY = join(ROOT, "scripts/chaos/worker.ts")
@@ -133,6 +141,11 @@ export interface ChaosOptions {
   readonly rate: number
   /** Seeds the job mix and the fault plan. */
   readonly seed: number
+  /**
+   * Also run the flow-limited job types (rate limit, per-key limit, type cap) and check them. On
+   * in `npm run chaos` (run.ts); off by default here, so a caller (the smoke test) asks for it.
+   */
+  readonly limits: boolean
   /** Keep tables and worker logs afterwards. */
   readonly keep: boolean
   /** Keep them when a database's check fails (for a post-mortem); off in tests, which must clean up. */
@@ -141,7 +154,10 @@ export interface ChaosOptions {
   readonly log: (line: string) => void
 }
 
-/** The defaults of `npm run chaos`: all three databases, with the restart, within 3 minutes. */
+/**
+ * The defaults of `npm run chaos` (which also turns `limits` on): all three databases, with the
+ * restart, within 3 minutes.
+ */
 export const defaultOptions: ChaosOptions = {
   dbs: ["pg", "mysql", "sqlite"],
   seconds: 90,
@@ -154,6 +170,7 @@ export const defaultOptions: ChaosOptions = {
   concurrency: 3,
   rate: 5,
   seed: 1,
+  limits: false,
   keep: false,
   keepOnFailure: true,
   log: (line) => process.stderr.write(`${line}\n`)
@@ -171,6 +188,8 @@ export interface DbReport extends CheckResult {
     readonly total: number
   }
   readonly drained: boolean
+  /** The flow limits' check (limits.ts); null with `limits` off or when the run did not get that far. */
+  readonly limits: LimitsResult | null
   readonly config: {
     readonly workers: number
     readonly concurrency: number
@@ -267,6 +286,26 @@ type Phase = "setup" | "chaos" | "drain" | "stopping"
 
 const HOT_KEYS = 3
 
+/** One job of the flow-limits workload, planned ahead: when (ms into the chaos phase) and what. */
+interface LimitedJob {
+  readonly at: number
+  readonly type: "ChaosLimited" | "ChaosRated"
+  readonly payload: ChaosPayload
+}
+
+/**
+ * The flow-limits workload: every `LIMIT_STORM_EVERY_MS`, a storm that fills every limit at once —
+ * `LIMIT_STORM_HOT` keyed jobs on one key (more than its rate limit: its starts fill two periods;
+ * more than its per-key limit), `LIMIT_STORM_SPREAD` on the other keys (with them, more than the
+ * cap) and `LIMIT_STORM_RATED` unkeyed ones (more than their rate limit) — and between storms a
+ * trickle, one job a second 40 % of the time. No heavier: the slots of paused, killed and
+ * timed-out runs stay taken for a lease window, and a backlog would outlast the drain.
+ */
+const LIMIT_STORM_EVERY_MS = 12_000
+const LIMIT_STORM_HOT = 8
+const LIMIT_STORM_SPREAD = 6
+const LIMIT_STORM_RATED = 5
+
 /** One database's run. */
 class Scenario {
   readonly prefix: string
@@ -288,6 +327,9 @@ class Scenario {
   processes = 0
   readonly generations: Array<number> = []
   readonly enqueued: Array<EnqueuedJob> = []
+  /** The limits workload's own generator, so the main job mix stays what a seed made it before. */
+  readonly limitsRng: () => number
+  readonly limitedTypes: ReturnType<typeof limitedJobs>
   readonly kills: Array<KillEvent> = []
   readonly pauses: Array<PauseEvent> = []
   readonly restarts: Array<RestartEvent> = []
@@ -303,6 +345,8 @@ class Scenario {
     this.url = urlFor(kind, join(this.dir, "chaos.db"))
     this.clock = { speed: o.speed, anchorMs, skewMs: 0 }
     this.rng = prng(o.seed * 7919 + index)
+    this.limitsRng = prng(o.seed * 104_729 + index + 17)
+    this.limitedTypes = limitedJobs(o.speed)
     this.windowWallMs = ((JOB_TIMEOUT_SECONDS + Math.max(60, JOB_TIMEOUT_SECONDS)) * 1000) / o.speed
     this.reapMs = Math.max(250, Math.round(15_000 / o.speed))
     this.enqueueLimitMs = Math.max(20_000, this.longPauseMs(1) + 10_000)
@@ -428,7 +472,8 @@ class Scenario {
         Effect.gen(this, function*() {
           const sql = (yield* SqlClient.SqlClient).withoutTransforms()
           const t = quoteIdent(sql, historyTable(this.prefix))
-          const keyFilter = keyed ? " AND lease_name LIKE 'key:hot-%'" : ""
+          // A hot key's or a limited key's run: its slots expire under the pause.
+          const keyFilter = keyed ? " AND (lease_name LIKE 'key:hot-%' OR lease_name LIKE 'key:lim-%')" : ""
           return yield* sql.unsafe<{ host: string }>(
             `SELECT host FROM ${t} WHERE kind = 'run' AND end_ms IS NULL AND start_ms > ${since}${keyFilter}`
           )
@@ -553,6 +598,85 @@ class Scenario {
     }
   }
 
+  /** The flow-limits workload of the chaos phase (see `LimitedJob`), planned from the seed. */
+  limitsPlan(): Array<LimitedJob> {
+    const r = this.limitsRng
+    const total = this.o.seconds * 1000
+    const spec = limitsSpec(this.o.speed)
+    const out: Array<LimitedJob> = []
+    let seq = 0
+    const job = (at: number, type: LimitedJob["type"], key: string | undefined) => {
+      const roll = r()
+      const ms = roll < 0.7 ? 30 + Math.floor(r() * 170) : 600 + Math.floor(r() * 800)
+      // A timed-out run's slots are left to expire, not released.
+      const overrunUntil = roll > 0.985 ? 1 : 0
+      const failUntil = r() < 0.08 ? 1 : 0
+      out.push({
+        at,
+        type,
+        payload: { seq: seq++, ...(key === undefined ? {} : { key }), ms, failUntil, overrunUntil }
+      })
+    }
+    const spread = () => `lim-${1 + Math.floor(r() * (spec.limited.keys - 1))}`
+    // Storms not too close to the end: their backlog is what the drain waits for.
+    for (let at = 2000; at < total - 5000; at += LIMIT_STORM_EVERY_MS) {
+      for (let i = 0; i < LIMIT_STORM_HOT; i++) job(at, "ChaosLimited", "lim-0")
+      for (let i = 0; i < LIMIT_STORM_SPREAD; i++) job(at, "ChaosLimited", spread())
+      for (let i = 0; i < LIMIT_STORM_RATED; i++) job(at, "ChaosRated", undefined)
+    }
+    for (let at = 1000; at < total; at += 1000) {
+      if (r() < 0.4) {
+        if (r() < 0.7) job(at, "ChaosLimited", r() < 0.4 ? "lim-0" : spread())
+        else job(at, "ChaosRated", undefined)
+      }
+    }
+    return out.sort((a, b) => a.at - b.at)
+  }
+
+  async limitsLoop(endAt: number) {
+    const plan = this.limitsPlan()
+    for (const j of plan) {
+      await sleep(this.phaseStart + j.at - Date.now())
+      if (Date.now() >= endAt) break
+      const type = this.limitedTypes[j.type]
+      const at = Date.now()
+      let id: string | null = null
+      try {
+        const r = await this.db(
+          retryFor(
+            Job.enqueue(type, j.payload, { uniqueKey: `${this.prefix}L${j.payload.seq}` }),
+            this.enqueueLimitMs,
+            500
+          )
+        )
+        id = r.id
+      } catch (e) {
+        this.log(`enqueue of limited #${j.payload.seq} never came back: ${String(e).slice(0, 200)}`)
+      }
+      // No lease name: the key-idle measure is for the unlimited keys (a limited key idles by design).
+      this.enqueued.push({ seq: 1_000_000 + j.payload.seq, id, name: type.name, leaseName: null, at })
+    }
+  }
+
+  /** leasehold's record of lost leases for this prefix (the lost_leases table). */
+  async lostLeases(): Promise<Array<LostLeaseRecord>> {
+    return this.db(
+      Effect.gen(this, function*() {
+        const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+        const rows = yield* sql.unsafe<Record<string, unknown>>(
+          `SELECT lease_name, job_id, attempt, holder, detected FROM ${quoteIdent(sql, `${this.prefix}lost_leases`)}`
+        )
+        return rows.map((r) => ({
+          leaseName: String(r.lease_name),
+          jobId: String(r.job_id),
+          attempt: Number(r.attempt),
+          holder: r.holder === null || r.holder === undefined ? null : String(r.holder),
+          detected: String(r.detected)
+        }))
+      })
+    )
+  }
+
   /** A long pause (wall ms) for a roll `r` in [0, 1]: past the window, the skew and two reaper intervals. */
   longPauseMs(r: number): number {
     return this.windowWallMs + Math.abs(this.o.skewMs) / this.o.speed + 2 * this.reapMs + 2000 + r * 1000
@@ -622,6 +746,7 @@ class Scenario {
     let drainMs = 0
     let drained = false
     let result: CheckResult | undefined
+    let limits: LimitsResult | null = null
     let error: string | undefined
     try {
       await this.db(
@@ -647,7 +772,7 @@ class Scenario {
         await sleep(this.phaseStart + f.at - Date.now())
         if (Date.now() < endAt) await f.run() // a pause started in time may end after endAt
       })
-      await Promise.all([this.enqueueLoop(endAt), ...faults])
+      await Promise.all([this.enqueueLoop(endAt), ...(this.o.limits ? [this.limitsLoop(endAt)] : []), ...faults])
       chaosMs = Date.now() - this.phaseStart
 
       // Drain: every job completed, dead or interrupted, within a bound.
@@ -701,6 +826,20 @@ class Scenario {
         restarts: this.restarts,
         skewed: skewSlot < 0 || this.o.skewMs === 0 ? null : { host: skewedHost, skewMs: this.o.skewMs }
       })
+      if (this.o.limits) {
+        limits = checkLimits({
+          spec: limitsSpec(this.o.speed),
+          clock: this.clock,
+          startedAt: this.phaseStart,
+          endedAt,
+          history,
+          lostLeases: await this.lostLeases(),
+          kills: this.kills,
+          pauses: this.pauses,
+          skewMs: skewSlot < 0 ? 0 : this.o.skewMs
+        })
+        result = { ...result, problems: [...result.problems, ...limits.problems] }
+      }
     } catch (e) {
       error = e instanceof Error ? e.message : String(e)
       this.log(`failed: ${error}`)
@@ -759,6 +898,7 @@ class Scenario {
       ...(result ?? empty),
       ...(error === undefined ? {} : { error }),
       drained,
+      limits,
       wallSeconds: {
         setup: Math.round((this.phaseStart === 0 ? Date.now() - t0 : this.phaseStart - t0) / 100) / 10,
         chaos: Math.round(chaosMs / 100) / 10,

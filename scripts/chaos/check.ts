@@ -201,7 +201,10 @@ export const check = (input: CheckInput): CheckResult => {
       runsWithoutOutcome++
       if (kill !== undefined && kill.at >= row.startMs) runsWithoutOutcomeKilled++
     }
-    if (row.jobName === "ChaosKeyed" && (row.leaseOwner === null || row.leaseOwner !== row.claimToken)) {
+    if (
+      (row.jobName === "ChaosKeyed" || row.jobName === "ChaosLimited") &&
+      (row.leaseOwner === null || row.leaseOwner !== row.claimToken)
+    ) {
       leaseMismatches++
     }
     runs.push({

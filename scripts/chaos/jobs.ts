@@ -5,12 +5,14 @@
  * `<prefix>chaos_history`): job id, attempt, claim token, the lease it holds (name, owner, expiry
  * as `JobContext.lease` reports it), the worker's Clock reading, and wall-clock start and end.
  * The worker's `onResult` hook adds an *outcome* row per attempt (Completed / Failed / Fenced /
- * Deferred, with `leaseLost`). The checker (check.ts) reads both. Wall-clock times come from
+ * Deferred, with `leaseLost`). A run of a type with flow limits (`ChaosLimited`, `ChaosRated`) also
+ * records its concurrency key and the cap and rate slots its attempt holds, read from the lease
+ * table as perform starts. The checkers (check.ts, limits.ts) read both. Wall-clock times come from
  * `Date.now()`, not the Clock: they are the ground truth, the same for every process on this
  * machine whatever a worker's Clock says.
  */
 import { SqlClient } from "@effect/sql"
-import { Cause, Clock, Context, Data, Effect, Exit, Layer, Option, Schema } from "effect"
+import { Cause, Clock, Context, Data, Duration, Effect, Exit, Layer, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { Fenced, Fences, Job, Worker } from "../../src/index.ts"
 import { quoteIdent, retryFor } from "./db.ts"
@@ -49,7 +51,16 @@ export const historyDdl = (quoted: string): string =>
   detail TEXT NULL,
   fence VARCHAR(16) NULL,
   fence_token BIGINT NULL,
-  fence_ms BIGINT NULL
+  fence_ms BIGINT NULL,
+  conc_key VARCHAR(100) NULL,
+  key_token BIGINT NULL,
+  cap_slot VARCHAR(100) NULL,
+  cap_token BIGINT NULL,
+  rate_slot VARCHAR(100) NULL,
+  rate_token BIGINT NULL,
+  rate_acquired_at BIGINT NULL,
+  rate_expires_at BIGINT NULL,
+  slots_read INT NULL
 )`
 
 /** The fences table of a run's prefix: a keyed run's end is written through `Fences.guard`. */
@@ -88,6 +99,44 @@ export interface HistoryRow {
   readonly fenceToken?: bigint | null
   /** Wall clock inside the guard's transaction, after the fence row was locked. */
   readonly fenceMs?: number | null
+  /** A limited type's run (see `SlotsHeld`): its concurrency key, or null for a type without one. */
+  readonly concKey?: string | null
+  /** The fencing token of the key's lease slot it holds (`JobContext.lease`). */
+  readonly keyToken?: bigint | null
+  readonly capSlot?: string | null
+  readonly capToken?: bigint | null
+  readonly rateSlot?: string | null
+  readonly rateToken?: bigint | null
+  /** The rate slot's take and expiry as the lease table holds them, in the taker's Clock ms. */
+  readonly rateAcquiredAt?: number | null
+  readonly rateExpiresAt?: number | null
+  /** Whether the slots were read (false: the lookup failed, so no slot says nothing). */
+  readonly slotsRead?: boolean | null
+}
+
+/**
+ * The cap and rate slots an attempt holds as its perform starts, read from the lease table (the
+ * cap slot is owned by the claim token, the rate slot by `rate:<claim token>`): perform's context
+ * shows only the key's lease, and an overshoot must be traceable to the slots behind it.
+ */
+export interface SlotsHeld {
+  readonly capSlot: string | null
+  readonly capToken: bigint | null
+  readonly rateSlot: string | null
+  readonly rateToken: bigint | null
+  readonly rateAcquiredAt: number | null
+  readonly rateExpiresAt: number | null
+  readonly slotsRead: boolean
+}
+
+const noSlots: SlotsHeld = {
+  capSlot: null,
+  capToken: null,
+  rateSlot: null,
+  rateToken: null,
+  rateAcquiredAt: null,
+  rateExpiresAt: null,
+  slotsRead: false
 }
 
 /** A guarded end of a run: the lease it held and its fencing token. */
@@ -99,6 +148,8 @@ export interface FenceOf {
 /** Writes history rows; each write is retried for up to a minute (it must outlive a server restart). */
 export interface HistoryApi {
   readonly write: (row: HistoryRow) => Effect.Effect<void>
+  /** The slots an attempt holds now; empty where the read fails (a run never waits on it long). */
+  readonly slotsOf: (claimToken: string) => Effect.Effect<SlotsHeld>
   /** Records a run's end; with `fence`, through `Fences.guard` (see `HistoryRow.fence`). */
   readonly finish: (
     id: string,
@@ -114,6 +165,7 @@ export class History extends Context.Tag("chaos/History")<History, HistoryApi>()
 
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v))
 const str = (v: unknown): string | null => (v === null || v === undefined ? null : String(v))
+const big = (v: unknown): bigint | null => (v === null || v === undefined ? null : BigInt(String(v)))
 
 /** Decodes a history row from any driver (BIGINT may come back as a string). */
 export const decodeHistoryRow = (r: Record<string, unknown>): HistoryRow => ({
@@ -135,8 +187,17 @@ export const decodeHistoryRow = (r: Record<string, unknown>): HistoryRow => ({
   leaseLost: r.lease_lost === null || r.lease_lost === undefined ? null : Number(r.lease_lost) !== 0,
   detail: str(r.detail),
   fence: str(r.fence) as HistoryRow["fence"],
-  fenceToken: r.fence_token === null || r.fence_token === undefined ? null : BigInt(String(r.fence_token)),
-  fenceMs: num(r.fence_ms)
+  fenceToken: big(r.fence_token),
+  fenceMs: num(r.fence_ms),
+  concKey: str(r.conc_key),
+  keyToken: big(r.key_token),
+  capSlot: str(r.cap_slot),
+  capToken: big(r.cap_token),
+  rateSlot: str(r.rate_slot),
+  rateToken: big(r.rate_token),
+  rateAcquiredAt: num(r.rate_acquired_at),
+  rateExpiresAt: num(r.rate_expires_at),
+  slotsRead: r.slots_read === null || r.slots_read === undefined ? null : Number(r.slots_read) !== 0
 })
 
 /** Reads every history row of a prefix. */
@@ -172,7 +233,16 @@ export const historyLayer = (prefix: string): Layer.Layer<History, never, SqlCli
         "end_ms",
         "outcome",
         "lease_lost",
-        "detail"
+        "detail",
+        "conc_key",
+        "key_token",
+        "cap_slot",
+        "cap_token",
+        "rate_slot",
+        "rate_token",
+        "rate_acquired_at",
+        "rate_expires_at",
+        "slots_read"
       ]
       const insertSql = `INSERT INTO ${table} (${cols.join(", ")}) VALUES (${cols.map((_, i) => ph(i + 1)).join(", ")})`
       const existsSql = `SELECT id FROM ${table} WHERE id = ${ph(1)}`
@@ -199,7 +269,16 @@ export const historyLayer = (prefix: string): Layer.Layer<History, never, SqlCli
             row.endMs,
             row.outcome,
             row.leaseLost === null ? null : row.leaseLost ? 1 : 0,
-            row.detail
+            row.detail,
+            row.concKey ?? null,
+            row.keyToken === null || row.keyToken === undefined ? null : Number(row.keyToken),
+            row.capSlot ?? null,
+            row.capToken === null || row.capToken === undefined ? null : Number(row.capToken),
+            row.rateSlot ?? null,
+            row.rateToken === null || row.rateToken === undefined ? null : Number(row.rateToken),
+            row.rateAcquiredAt ?? null,
+            row.rateExpiresAt ?? null,
+            row.slotsRead === null || row.slotsRead === undefined ? null : row.slotsRead ? 1 : 0
           ]),
           (e) =>
             Effect.flatMap(
@@ -236,7 +315,34 @@ export const historyLayer = (prefix: string): Layer.Layer<History, never, SqlCli
             sql.unsafe(fencedSql, [endMs, outcome, detail, how, token, null, id])
           )
         })
+      // leasehold's lease table of this prefix and its token counters (src/core/tables.ts).
+      const locks = quoteIdent(sql, `${prefix}job_locks`)
+      const lockTokens = quoteIdent(sql, `${prefix}job_locks_tokens`)
+      const slotsSql = `SELECT l.lockname, l.lockowner, l.acquiredat, l.expiresat, k.token FROM ${locks} l ` +
+        `LEFT JOIN ${lockTokens} k ON k.lockname = l.lockname WHERE l.lockowner IN (${ph(1)}, ${ph(2)})`
+      const slotsOf = (claimToken: string): Effect.Effect<SlotsHeld> =>
+        sql.unsafe<Record<string, unknown>>(slotsSql, [claimToken, `rate:${claimToken}`]).pipe(
+          Effect.map((rows) => {
+            const out: { -readonly [K in keyof SlotsHeld]: SlotsHeld[K] } = { ...noSlots, slotsRead: true }
+            for (const r of rows) {
+              const name = String(r.lockname)
+              if (String(r.lockowner) === `rate:${claimToken}`) {
+                out.rateSlot = name
+                out.rateToken = big(r.token)
+                out.rateAcquiredAt = num(r.acquiredat)
+                out.rateExpiresAt = num(r.expiresat)
+              } else if (name.startsWith("cap:")) {
+                out.capSlot = name
+                out.capToken = big(r.token)
+              }
+            }
+            return out as SlotsHeld
+          }),
+          Effect.timeout("3 seconds"),
+          Effect.orElseSucceed(() => noSlots)
+        )
       return History.of({
+        slotsOf,
         write: (row) => bounded(`write ${row.kind} ${row.id}`, insertOnce(row)),
         finish: (id, endMs, outcome, detail, fence) =>
           fence === undefined
@@ -287,7 +393,13 @@ const perform = (p: ChaosPayload) =>
     const clockMs = yield* Clock.currentTimeMillis
     const lease = Option.getOrNull(yield* ctx.lease)
     tokens.set(tokenKey(ctx.jobId, ctx.attempt), ctx.claimToken)
+    // Read after the start is taken: the lookup's round trip must not move the recorded start.
+    const limited = LIMITED_TYPES.has(ctx.name)
+    const slots = limited ? yield* history.slotsOf(ctx.claimToken) : noSlots
     yield* history.write({
+      ...(limited
+        ? { ...slots, concKey: p.key ?? null, keyToken: lease?.fencingToken ?? null }
+        : {}),
       id: ctx.claimToken,
       kind: "run",
       jobId: ctx.jobId,
@@ -351,8 +463,68 @@ export const ChaosKeyed = Job.define({ name: "ChaosKeyed", ...common, concurrenc
 /** A plain job that is not idempotent: reaped while running, it ends `interrupted`. */
 export const ChaosOnce = Job.define({ name: "ChaosOnce", ...common, idempotent: false })
 
-/** All chaos job types. */
-export const chaosJobs = [ChaosPlain, ChaosKeyed, ChaosOnce] as const
+/**
+ * The flow limits under test, for a chaos clock running `speed`× (clock.ts). A rate limit's period
+ * is Clock time, which the warp shortens: it is set to `RATE_PERIOD_WALL_MS` of wall time, so
+ * that the workload below can reach it, and so that at the default speed it is longer than the
+ * skewed worker's offset (8 s of Clock time against a period of 12 s), where the checker's rule
+ * for the skewed worker's starts is exact (limits.ts).
+ */
+export interface LimitsSpec {
+  /** The rate limits' period, in Clock ms. */
+  readonly periodMs: number
+  /**
+   * Keyed over `keys` keys: at most `keyLimit` per key and `typeCap` in all at once, `rate`
+   * starts per period per key.
+   */
+  readonly limited: {
+    readonly name: "ChaosLimited"
+    readonly keys: number
+    readonly keyLimit: number
+    readonly typeCap: number
+    readonly rate: number
+  }
+  /** No key: `rate` starts per period for the whole type. */
+  readonly rated: { readonly name: "ChaosRated"; readonly rate: number }
+}
+
+/** The rate limits' period in wall-clock ms, whatever the clock's speed. */
+export const RATE_PERIOD_WALL_MS = 2000
+
+/** The limits of a run whose clock runs `speed`× (see `LimitsSpec`). */
+export const limitsSpec = (speed: number): LimitsSpec => ({
+  periodMs: Math.round(RATE_PERIOD_WALL_MS * speed),
+  limited: { name: "ChaosLimited", keys: 5, keyLimit: 2, typeCap: 4, rate: 5 },
+  rated: { name: "ChaosRated", rate: 3 }
+})
+
+const LIMITED_TYPES: ReadonlySet<string> = new Set(["ChaosLimited", "ChaosRated"])
+
+/**
+ * The limited job types of a run whose clock runs `speed`×: a keyed one with all three limits, an
+ * unkeyed rated one.
+ */
+export const limitedJobs = (speed: number) => {
+  const spec = limitsSpec(speed)
+  const period = Duration.millis(spec.periodMs)
+  return {
+    ChaosLimited: Job.define({
+      name: spec.limited.name,
+      ...common,
+      concurrencyKeyFor: (p) => p.key,
+      concurrencyLimit: spec.limited.keyLimit,
+      typeConcurrencyLimit: spec.limited.typeCap,
+      rateLimit: { limit: spec.limited.rate, period }
+    }),
+    ChaosRated: Job.define({ name: spec.rated.name, ...common, rateLimit: { limit: spec.rated.rate, period } })
+  } as const
+}
+
+/** All chaos job types of a run whose clock runs `speed`×. */
+export const chaosJobsFor = (speed: number) => {
+  const { ChaosLimited, ChaosRated } = limitedJobs(speed)
+  return [ChaosPlain, ChaosKeyed, ChaosOnce, ChaosLimited, ChaosRated] as const
+}
 
 /** The worker's onResult hook: one outcome row per attempt (deferrals included). */
 export const recordOutcome = (host: string) => (result: Worker.ProcessResult): Effect.Effect<void, never, History> =>

@@ -4,13 +4,15 @@
  *
  *   tsx scripts/chaos/run.ts [--db pg|mysql|sqlite|galera|all]… [--seconds N] [--workers K]
  *                            [--restart | --no-restart] [--no-faults] [--long-pauses] [--speed S] [--skew-ms MS]
- *                            [--rate R] [--concurrency C] [--seed N] [--keep]
+ *                            [--rate R] [--concurrency C] [--seed N] [--no-limits] [--keep]
  *
  * Defaults: all three databases side by side, 90 s of chaos each, 3 workers, speed 6, the server
- * restart on — the whole run ends within 3 minutes. The restart is on by default only for the full
- * run (no --db, --seconds or --workers); otherwise ask for it with --restart.
+ * restart on, the flow-limited job types on (`--no-limits`: without them) — the whole run ends
+ * within 3 minutes. The restart is on by default only for the full run (no --db, --seconds or
+ * --workers); otherwise ask for it with --restart.
  * Prints the JSON summary on stdout, progress on stderr. Exit code 1 when a database shows an
- * unreported overlap, a lost job, an over-run job, a stale write applied through the guard, or did not
+ * unreported overlap, a lost job, an over-run job, a stale write applied through the guard, a rate
+ * window over its limit, an unreported moment over the type cap or a key's limit, or did not
  * drain; 2 on bad arguments.
  */
 import { type ChaosOptions, defaultOptions, killAllChildren, runChaos } from "./chaos.ts"
@@ -21,7 +23,7 @@ export const parseArgs = (argv: ReadonlyArray<string>): ChaosOptions => {
   const dbs: Array<DbKind> = []
   let restart: boolean | undefined
   let custom = false
-  const o: { -readonly [K in keyof ChaosOptions]: ChaosOptions[K] } = { ...defaultOptions }
+  const o: { -readonly [K in keyof ChaosOptions]: ChaosOptions[K] } = { ...defaultOptions, limits: true }
   const numberAfter = (i: number, name: string): number => {
     const raw = argv[i + 1]
     const n = Number(raw)
@@ -79,6 +81,9 @@ export const parseArgs = (argv: ReadonlyArray<string>): ChaosOptions => {
         break
       case "--keep":
         o.keep = true
+        break
+      case "--no-limits":
+        o.limits = false
         break
       default:
         throw new Error(`unknown argument ${arg}`)

@@ -25,7 +25,7 @@ import { Duration, Effect, Layer, Logger, LogLevel } from "effect"
 import { Leasehold, Worker } from "../../src/index.ts"
 import { chaosClock, chaosTimeOf, clockConfigFromEnv } from "./clock.ts"
 import { preloadDriver, retryFor, sqlLayer } from "./db.ts"
-import { chaosJobs, History, historyLayer, JOB_TIMEOUT_SECONDS, recordOutcome } from "./jobs.ts"
+import { chaosJobsFor, History, historyLayer, JOB_TIMEOUT_SECONDS, recordOutcome } from "./jobs.ts"
 
 const die = (message: string): never => {
   process.stderr.write(`chaos worker: ${message}\n`)
@@ -73,7 +73,7 @@ await preloadDriver(url)
 const { host, skewMs } = await identity()
 const clockConfig = { ...clockConfigFromEnv(process.env), skewMs }
 
-const services = Leasehold.layer({ prefix, jobs: chaosJobs }).pipe(
+const services = Leasehold.layer({ prefix, jobs: chaosJobsFor(clockConfig.speed) }).pipe(
   Layer.provideMerge(historyLayer(prefix)),
   Layer.provideMerge(sqlLayer(url))
 )

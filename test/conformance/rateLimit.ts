@@ -244,6 +244,55 @@ export const rateLimitConformance = (adapter: AdapterName) =>
         )
       }))
 
+    it.effect("a slot whose replies come late is counted from perform's start: two starts of a limit of 1 are a period apart", () =>
+      Effect.gen(function*() {
+        const starts = yield* Ref.make<ReadonlyArray<{ key: string; n: number; at: number }>>([])
+        const Call = limited("LateRated", starts, { limit: 1, periodMs: SECOND })
+        yield* withJobs(
+          [Call],
+          Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            // The first take's reply 50 ms late and the first move's 300 ms late (a loaded
+            // database): each is past the start allowance, so the slot is moved again.
+            let late = [50, 300]
+            const slow = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+              Effect.tap(effect, () => {
+                const ms = late[0]
+                late = late.slice(1)
+                return ms === undefined ? Effect.void : TestClock.adjust(ms)
+              })
+            const leases = yield* JobLeases
+            const slowLeases = {
+              ...leases,
+              tryAcquireToken: (input: Parameters<typeof leases.tryAcquireToken>[0]) =>
+                input.name.startsWith("rate:") ? slow(leases.tryAcquireToken(input)) : leases.tryAcquireToken(input),
+              renew: (input: Parameters<typeof leases.renew>[0]) =>
+                input.name.startsWith("rate:") ? slow(leases.renew(input)) : leases.renew(input)
+            }
+            yield* Effect.provideService(
+              Effect.gen(function*() {
+                yield* enqueue(Call, { key: "-", n: 1 })
+                expect(yield* processNext({ host: "h1" })).toMatchObject({ _tag: "Completed" })
+                yield* enqueue(Call, { key: "-", n: 2 })
+                const deferred = yield* processNext({ host: "h2" })
+                // deferred to when the slot frees, counted from its last move
+                expect(deferred).toMatchObject({
+                  _tag: "Deferred",
+                  retryAt: T0 + 350 + SECOND + RATE_START_ALLOWANCE_MS + 1
+                })
+                if (deferred._tag === "Deferred") yield* TestClock.setTime(deferred.retryAt)
+                expect(yield* processNext({ host: "h2" })).toMatchObject({ _tag: "Completed" })
+              }),
+              JobLeases,
+              slowLeases
+            )
+            const [a, b] = (yield* Ref.get(starts)).map((s) => s.at)
+            expect(a! - T0).toBe(350)
+            expect(b! - a!).toBeGreaterThanOrEqual(SECOND)
+          })
+        )
+      }))
+
     it("rateLimit: a whole number from 1 to 1000 per a period from 1 ms to a day", () => {
       const base = { name: "R", schema: Schema.Struct({}), perform: () => Effect.void }
       for (const limit of [0, -1, 1.5, 1001, Number.NaN]) {

@@ -203,9 +203,12 @@ const runAttempt = (
     // The type's cap, a lowered limit's slots and the rate limit, after the key's lease.
     const admitted = yield* admit(a, type, registered.type, leaseName, held)
     if (Either.isLeft(admitted)) return admitted.left
-    const cap = admitted.right
+    const { cap, rate } = admitted.right
     correctLeaseName(fiber, job, leaseName)
-    const exit = yield* perform(job, registered, payload, o.host, held, timer ?? watch, services, inFlight, cap?.name)
+    const exit = yield* perform(job, registered, payload, o.host, held, timer ?? watch, services, inFlight, {
+      cap: cap?.name,
+      rate
+    })
     const result = yield* finish(a, { exit, held, leaseName, backoff, performed })
     return cap === undefined ? result : yield* releaseCap(a, cap, exit, result)
   })

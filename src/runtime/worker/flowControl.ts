@@ -16,7 +16,7 @@ import { giveBack } from "./claimCheck.ts"
 import { liveLimits } from "./liveLimits.ts"
 import { waitForLowered } from "./lowered.ts"
 import { deferClaimed } from "./outcome.ts"
-import { takeRate } from "./rateLimit.ts"
+import { type RateHold, takeRate } from "./rateLimit.ts"
 import type { ProcessResult } from "./results.ts"
 import { slotNames } from "./slots.ts"
 import { type CapSlot, giveBackCap, takeCap } from "./typeCap.ts"
@@ -50,6 +50,12 @@ export function* limitedType(
   })
 }
 
+/** What an admitted attempt holds besides its key's lease: a cap slot and a rate slot, if limited so. */
+export interface Admitted {
+  readonly cap: CapSlot | undefined
+  readonly rate: RateHold | undefined
+}
+
 /**
  * Once the key's lease (`held`, if any) is taken: its slots above a lowered limit free, a slot of
  * the type's cap taken, the cap's slots above a lowered cap free, a rate slot taken. Right: the
@@ -62,7 +68,7 @@ export function* admit(
   declared: AnyJobType,
   leaseName: string | undefined,
   held: HeldLease | undefined
-): Steps<Either.Either<CapSlot | undefined, ProcessResult>, SqlError, JobStore | JobLeases> {
+): Steps<Either.Either<Admitted, ProcessResult>, SqlError, JobStore | JobLeases> {
   const job = a.job
   const backOff = held === undefined ? Effect.void : giveBack(job, held)
   if (leaseName !== undefined && type.concurrencyLimit < declared.concurrencyLimit) {
@@ -73,7 +79,7 @@ export function* admit(
   let cap: CapSlot | undefined
   if (type.typeConcurrencyLimit !== undefined) {
     const capped = yield* takeCap(a, type.typeConcurrencyLimit, type.backoff, held)
-    if (Either.isLeft(capped)) return capped
+    if (Either.isLeft(capped)) return Either.left(capped.left)
     cap = capped.right
     const declaredCap = declared.typeConcurrencyLimit ?? 0
     if (type.typeConcurrencyLimit < declaredCap) {
@@ -83,12 +89,14 @@ export function* admit(
       if (Either.isLeft(clear)) return Either.left(clear.left)
     }
   }
+  let rate: RateHold | undefined
   if (type.rateLimit !== undefined) {
     const rated = yield* takeRate(a, job.name, leaseName, type.rateLimit, type.backoff, held)
     if (Either.isLeft(rated)) {
       if (cap !== undefined) yield* giveBackCap(a, cap)
       return Either.left(rated.left)
     }
+    rate = rated.right
   }
-  return Either.right(cap)
+  return Either.right({ cap, rate })
 }

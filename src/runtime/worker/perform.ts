@@ -11,6 +11,7 @@ import { JobLeases, JobStore } from "../../ports/JobStore.ts"
 import { type HeldLease, JobContext, type JobContextApi, type RegisteredJob } from "../Job.ts"
 import { unsafeMakeOneShot } from "../../infra/oneShot.ts"
 import { holderOf } from "./outcome.ts"
+import { type RateHold, rateStart } from "./rateLimit.ts"
 import type { Watch } from "./watchdog.ts"
 
 /**
@@ -50,7 +51,7 @@ export const perform = (
   timer: Watch,
   services: Context.Context<JobStore | JobLeases>,
   inFlight?: InFlight,
-  capSlot?: string
+  slots: { readonly cap?: string | undefined; readonly rate?: RateHold | undefined } = {}
 ): Effect.Effect<Exit.Exit<unknown, unknown>> =>
   Effect.gen(function*() {
     const store = Context.get(services, JobStore)
@@ -114,9 +115,9 @@ export const perform = (
         }
         yield* renewLease(now)
         // The type cap's slot (./typeCap.ts) lives as long as the run; a loss is reported at its release.
-        if (capSlot !== undefined) {
+        if (slots.cap !== undefined) {
           yield* Effect.ignoreLogged(
-            leases.renew({ name: capSlot, owner: token, expiresAt: leaseExpiresAt(now, job.claimTimeout) })
+            leases.renew({ name: slots.cap, owner: token, expiresAt: leaseExpiresAt(now, job.claimTimeout) })
           )
         }
       })
@@ -129,7 +130,9 @@ export const perform = (
         FiberRef.set(FiberRef.currentContext, Context.add(services, JobContext, context)),
         registered.perform(payload) as Effect.Effect<void, unknown>
       )
-    const guarded = lost !== undefined ? Effect.raceFirst(run, Deferred.await(lost)) : run
+    // A rate slot's period counts from perform's start, checked in perform's own fiber (./rateLimit.ts).
+    const started = slots.rate === undefined ? run : Effect.zipRight(rateStart(leases, slots.rate), run)
+    const guarded = lost !== undefined ? Effect.raceFirst(started, Deferred.await(lost)) : started
     // perform runs in a fiber of its own, so on timeout we return at once even if it ignores
     // interruption; it may still be running, which is why a timed-out attempt leaves its lease
     // to expire. Its timer is ./watchdog.ts.

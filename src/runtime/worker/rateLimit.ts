@@ -11,7 +11,7 @@
  * free but another process took is read again. Only the database's slots decide a start.
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import { Cause, Effect, Either, Option } from "effect"
+import { Cause, type Clock, Effect, Either, Option } from "effect"
 import type { BackoffOptions } from "../../core/jobs.ts"
 import type { LeaseRow } from "../../core/lease.ts"
 import {
@@ -30,7 +30,7 @@ import {
   takeBooking
 } from "../../core/rate.ts"
 import type { JobLeases, JobStore } from "../../ports/JobStore.ts"
-import type { LeaseError } from "../../ports/LeaseLock.ts"
+import type { LeaseError, LeaseLockApi } from "../../ports/LeaseLock.ts"
 import type { HeldLease } from "../Job.ts"
 import type { Attempt, Steps } from "./attemptState.ts"
 import { giveBack } from "./claimCheck.ts"
@@ -141,37 +141,93 @@ export function* takeRate(
   leaseName: string | undefined,
   limit: RateLimit,
   backoff: BackoffOptions,
-  held: HeldLease | undefined
-): Steps<Either.Either<void, ProcessResult>, SqlError, JobStore | JobLeases> {
+  heldLease: HeldLease | undefined
+): Steps<Either.Either<RateHold, ProcessResult>, SqlError, JobStore | JobLeases> {
   const { job } = a
   const name = rateLeaseName(jobName, leaseName)
   const taken = yield* Effect.either(Effect.zipRight(a.leases.ensureTable, takeSlot(a, name, limit)))
   if (Either.isLeft(taken)) {
-    return Either.left(yield* recordFailure(job, backoff, describe(Cause.fail(taken.left)), held))
+    return Either.left(yield* recordFailure(job, backoff, describe(Cause.fail(taken.left)), heldLease))
   }
   const now = a.clock.unsafeCurrentTimeMillis()
   if (Either.isRight(taken.right)) {
     const slot = taken.right.right
-    // The slot counts a period from the take; perform starts a moment later. A take whose reply
-    // came late (a slow statement, a paused process) moves the slot's end to a period from now,
-    // so no window holds more than N starts of perform, not only N takes.
-    if (now - slot.takenAt > RATE_START_ALLOWANCE_MS) {
+    const held: RateHold = { name: slot.name, owner: rateSlotOwner(a.token), movedAt: slot.takenAt, limit }
+    // The slot counts a period from its take; perform starts a moment later. A reply that came
+    // late (a slow statement, a paused process) moves the slot's end to a period from now, and
+    // again while each move's own reply comes late, so no window holds more than N starts of
+    // perform, not only N takes. Perform's fiber checks once more as it starts (`rateStart`).
+    const moved = yield* moveWhileLate(a.leases, held, a.clock)
+    if (moved === undefined) return yield* deferTo(a, name, a.clock.unsafeCurrentTimeMillis(), now, heldLease)
+    if (moved.movedAt !== slot.takenAt) {
+      // The book counts the slot busy from its move, so the next job is booked for when it frees.
+      const book = bookFor(a.leases, name, limit)
+      const index = rateSlotNames(name, limit.limit).indexOf(slot.name)
+      if (book !== undefined && index >= 0) {
+        book.freeAt[index] = Math.max(book.freeAt[index]!, rateSlotFreeAt(rateSlotExpiresAt(moved.movedAt, limit)))
+      }
+    }
+    yield* Effect.logDebug(`rate slot ${slot.name} taken`)
+    return Either.right(moved)
+  }
+  return yield* deferTo(a, name, now, Math.max(taken.right.left, now), heldLease)
+}
+
+/** A rate slot an attempt holds: its lease, owner and limit, and when its period was last counted from. */
+export interface RateHold {
+  readonly name: string
+  readonly owner: string
+  readonly movedAt: number
+  readonly limit: RateLimit
+}
+
+/** How often a slot is moved while each move's reply comes late, before the attempt gives up. */
+const MAX_MOVES = 5
+
+/**
+ * Moves `hold`'s end to a period from now while more than the allowance has passed since it was
+ * last counted from: the hold as it stands once a check finds it fresh, or undefined when a move
+ * failed (the slot not ours, the table unreachable) or `MAX_MOVES` did not catch up.
+ */
+const moveWhileLate = (
+  leases: LeaseLockApi,
+  hold: RateHold,
+  clock: Clock.Clock
+): Effect.Effect<RateHold | undefined> =>
+  Effect.gen(function*() {
+    let current = hold
+    for (let moves = 0;; moves++) {
+      const now = clock.unsafeCurrentTimeMillis()
+      if (now - current.movedAt <= RATE_START_ALLOWANCE_MS) return current
+      if (moves === MAX_MOVES) return undefined
       const moved = yield* Effect.orElseSucceed(
-        a.leases.renew({
-          name: slot.name,
-          owner: rateSlotOwner(a.token),
+        leases.renew({
+          name: current.name,
+          owner: current.owner,
           now,
-          expiresAt: rateSlotExpiresAt(now, limit)
+          expiresAt: rateSlotExpiresAt(now, current.limit)
         }),
         () => false
       )
-      if (!moved) return yield* deferTo(a, name, now, now, held)
+      if (!moved) return undefined
+      current = { ...current, movedAt: now }
     }
-    yield* Effect.logDebug(`rate slot ${slot.name} taken`)
-    return Either.right(undefined)
-  }
-  return yield* deferTo(a, name, now, Math.max(taken.right.left, now), held)
-}
+  })
+
+/**
+ * Run first in perform's own fiber: the slot's period counted from perform's start, moved again
+ * if the attempt reached it late. A move that fails here cannot stop a run that is starting: it
+ * is logged as a warning (a window may then hold one start more than the limit).
+ */
+export const rateStart = (leases: LeaseLockApi, hold: RateHold): Effect.Effect<void> =>
+  Effect.flatMap(
+    Effect.clock,
+    (clock) =>
+      Effect.flatMap(moveWhileLate(leases, hold, clock), (moved) =>
+        moved !== undefined ? Effect.void : Effect.logWarning(
+          `rate slot ${hold.name} could not be moved to this run's start; a window of its period may hold one start more than ${hold.limit.limit}`
+        ))
+  )
 
 /**
  * Defers the job until `retryAt`, waiting on the rate name (no hand-off ever wakes it), its
@@ -183,7 +239,7 @@ function* deferTo(
   now: number,
   retryAt: number,
   held: HeldLease | undefined
-): Steps<Either.Either<void, ProcessResult>, SqlError, JobStore | JobLeases> {
+): Steps<Either.Either<never, ProcessResult>, SqlError, JobStore | JobLeases> {
   if (held !== undefined) yield* giveBack(a.job, held)
   const result = yield* deferClaimed(a.job, now, retryAt, name, null)
   if (result._tag === "Deferred") yield* Effect.logDebug(`rate limit ${name} reached; deferred ${retryAt - now} ms`)

@@ -15,6 +15,7 @@ import { ScheduleStore } from "./ports/ScheduleStore.ts"
 import type * as WakeupsPort from "./ports/Wakeups.ts"
 import * as Job from "./runtime/Job.ts"
 import * as Leasehold from "./runtime/Leasehold.ts"
+import * as Limits from "./runtime/limits.ts"
 import * as Migrator from "./runtime/migrate.ts"
 import * as Worker from "./runtime/Worker.ts"
 import { type LoggerOptions, loggerLayer, loggerProblem, makeLogger } from "./runtime/logging.ts"
@@ -188,6 +189,23 @@ export interface LeaseholdClient {
    * how many. Rejects with `CancelFilterError` for a filter that cannot work.
    */
   readonly cancelWhere: (filter: Job.CancelWhere) => Promise<{ readonly cancelled: number }>
+  /**
+   * Why a job is not running, or what it is doing, or how it ended (`Job.explain`): a tagged
+   * `reason` with its fields and the `message` saying it in one sentence. Rejects with
+   * `JobNotFoundError` for an id that names no job.
+   */
+  readonly explain: (id: string) => Promise<Job.Explanation>
+  /**
+   * Limits changed live and pauses (`Limits`, docs/flow-control.md): every worker applies a
+   * change within a second. `set` and `clear` reject with `LimitInputError` for a bad change.
+   */
+  readonly limits: {
+    readonly set: (settings: Limits.LimitSettings) => Promise<Limits.LimitRow>
+    readonly pause: (target: Limits.LimitTarget, by?: string) => Promise<Limits.LimitRow>
+    readonly resume: (target: Limits.LimitTarget) => Promise<Limits.LimitRow>
+    readonly clear: (target: Limits.LimitTarget) => Promise<boolean>
+    readonly list: () => Promise<ReadonlyArray<Limits.LimitRow>>
+  }
   /** One job by id, or undefined. */
   readonly getJob: (id: string) => Promise<JobRow | undefined>
   /** Jobs, newest first. */
@@ -357,6 +375,14 @@ export const createLeasehold = async <const Types extends ReadonlyArray<PromiseJ
       })),
     cancel: (id) => run(Job.cancel(id)),
     cancelWhere: (filter) => run(Job.cancelWhere(filter)),
+    explain: (id) => run(Job.explain(id)),
+    limits: {
+      set: (settings) => run(Limits.set(settings)),
+      pause: (target, by) => run(Limits.pause(target, by)),
+      resume: (target) => run(Limits.resume(target)),
+      clear: (target) => run(Limits.clear(target)),
+      list: () => run(Limits.list)
+    },
     getJob: (id) => run(Effect.map(Effect.flatMap(JobStore, (s) => s.get(id)), Option.getOrUndefined)),
     listJobs: (filter = {}) => run(Effect.flatMap(JobStore, (s) => s.list({ limit: 100, ...filter }))),
     retryDead: (filter) => run(Job.retryDead(filter)),

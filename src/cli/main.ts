@@ -32,6 +32,7 @@ import { enqueue } from "./commands/enqueue.ts"
 import { drain, resume, status } from "./commands/hosts.ts"
 import { jobs, jobsSubcommands } from "./commands/jobs.ts"
 import { leases, leasesSubcommands } from "./commands/leases.ts"
+import { limits, limitsSubcommands } from "./commands/limits.ts"
 import { migrate, migrateSubcommands } from "./commands/migrate.ts"
 import { schedules } from "./commands/schedules.ts"
 import { worker } from "./commands/worker.ts"
@@ -53,6 +54,7 @@ const TREE: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
   [nameOf(enqueue), []],
   [nameOf(jobs), jobsSubcommands.map(nameOf)],
   [nameOf(leases), leasesSubcommands.map(nameOf)],
+  [nameOf(limits), limitsSubcommands.map(nameOf)],
   [nameOf(migrate), migrateSubcommands.map(nameOf)],
   [nameOf(drain), []],
   [nameOf(resume), []],
@@ -64,7 +66,7 @@ const TREE: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
 /** The whole command tree. */
 export const leasehold = Command.make("leasehold").pipe(
   Command.withDescription("durable background jobs with fenced leases, in your own SQL database"),
-  Command.withSubcommands([worker, enqueue, jobs, leases, migrate, drain, resume, status, dashboard, schedules])
+  Command.withSubcommands([worker, enqueue, jobs, leases, limits, migrate, drain, resume, status, dashboard, schedules])
 )
 
 /**

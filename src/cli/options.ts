@@ -178,5 +178,15 @@ export const jobsModule = text(
   { env: JOBS_ENV }
 )
 
+/**
+ * `--jobs` where a command can do without it (`jobs why`): the job types only make its answer
+ * fuller. `LEASEHOLD_JOBS` stands in for it, as for the commands that need it.
+ */
+export const optionalJobsModule = (description: string) =>
+  text("jobs", "module", description, { env: JOBS_ENV }).pipe(
+    Options.withFallbackConfig(Config.string(JOBS_ENV)),
+    Options.optional
+  )
+
 /** The commands that take `--jobs`. */
 export const COMMANDS_WITH_JOBS: ReadonlySet<string> = new Set(["worker", "enqueue"])

@@ -115,8 +115,11 @@ export const applyLimitChange = (current: LimitRow | undefined, change: LimitCha
 export const pausedWaitName = (scope: LimitScope, target: string): string =>
   fitLeaseName("paused:", `${scope}:${target.trim()}`)
 
-/** How long a paused job waits before it is looked at again, unless the pause is lifted first. */
-export const PAUSED_RECHECK_MS = 3_600_000
+/**
+ * How long a paused job waits before it is looked at again, unless the pause is lifted first
+ * (which wakes it). It bounds the wait of a job held just as its pause was lifted elsewhere.
+ */
+export const PAUSED_RECHECK_MS = 300_000
 
 /** The rows by what they apply to, as an attempt looks them up. */
 export interface LimitIndex {

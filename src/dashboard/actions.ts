@@ -5,10 +5,11 @@
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Effect, Option } from "effect"
-import type { JobFilterError } from "../core/errors.ts"
+import type { JobFilterError, LimitInputError } from "../core/errors.ts"
 import { isExpired } from "../core/lease.ts"
 import { JobLeases, JobStore } from "../ports/JobStore.ts"
 import * as Cancel from "../runtime/cancel.ts"
+import * as Limits from "../runtime/limits.ts"
 import { discardDead, retryDead } from "../runtime/deadJobs.ts"
 import * as Worker from "../runtime/Worker.ts"
 import { duration } from "./format.ts"
@@ -102,3 +103,35 @@ export const clearLease = (name: string) =>
     if (!removed) return yield* Effect.fail(new ActionError(409, `lease ${name} changed hands meanwhile; not cleared`))
     return `cleared lease ${name}`
   })
+
+/** A limits row's scope and target from its action path's `<scope>:<target>`; a bad one is a 400. */
+const limitTarget = (scoped: string): Effect.Effect<Limits.LimitTarget, ActionError> => {
+  const at = scoped.indexOf(":")
+  const scope = scoped.slice(0, at)
+  const target = scoped.slice(at + 1)
+  return at < 0 || !["type", "queue", "key"].includes(scope)
+    ? Effect.fail(new ActionError(400, `not a limits row: ${scoped}`))
+    : Effect.succeed({ [scope]: target } as unknown as Limits.LimitTarget)
+}
+
+const limitInput = <A, R>(effect: Effect.Effect<A, LimitInputError | SqlError, R>) =>
+  Effect.catchTag(effect, "LimitInputError", (e) => Effect.fail(new ActionError(400, e.message)))
+
+/** Pauses a type, queue or key (`<scope>:<target>`): its jobs stay pending, none starts. */
+export const pauseLimit = (scoped: string) =>
+  Effect.flatMap(
+    limitTarget(scoped),
+    (t) => Effect.as(limitInput(Limits.pause(t, "dashboard")), `${scoped} is paused`)
+  )
+
+/** Lifts a pause: the jobs it held are due at once. */
+export const resumeLimit = (scoped: string) =>
+  Effect.flatMap(limitTarget(scoped), (t) => Effect.as(limitInput(Limits.resume(t)), `${scoped} is resumed`))
+
+/** Removes a row: the declared limits apply again. No such row: 404. */
+export const clearLimit = (scoped: string) =>
+  Effect.flatMap(limitTarget(scoped), (t) =>
+    Effect.flatMap(limitInput(Limits.clear(t)), (cleared) =>
+      cleared
+        ? Effect.succeed(`${scoped}: the declared limits apply again`)
+        : Effect.fail(new ActionError(404, `no limits set for ${scoped}`))))

@@ -13,10 +13,22 @@ import type { LeaseError } from "../ports/LeaseLock.ts"
 import * as Metrics from "../runtime/metrics.ts"
 import { type JobLeases, JobStore } from "../ports/JobStore.ts"
 import type { ScheduleStore } from "../ports/ScheduleStore.ts"
-import { ActionError, cancelJob, clearLease, discardJob, drainHost, resumeHost, retryJob } from "./actions.ts"
+import {
+  ActionError,
+  cancelJob,
+  clearLease,
+  clearLimit,
+  discardJob,
+  drainHost,
+  pauseLimit,
+  resumeHost,
+  resumeLimit,
+  retryJob
+} from "./actions.ts"
 import { CSS, FRAGMENT_HEADER, JS, TOKEN_HEADER } from "./assets.ts"
 import { html } from "./html.ts"
 import { job } from "./jobPage.ts"
+import { limits } from "./limitsPage.ts"
 import * as Pages from "./pages.ts"
 import { gapState, migrateHow, type SchemaGap, schemaGap, schemaGapMessage } from "./unmigrated.ts"
 import { type Page, type PageContext, PageError } from "./parts.ts"
@@ -74,6 +86,7 @@ const NAV: ReadonlyArray<readonly [string, string]> = [
   ["/jobs", "Jobs"],
   ["/leases", "Leases"],
   ["/hosts", "Hosts"],
+  ["/limits", "Limits"],
   ["/schedules", "Schedules"]
 ]
 
@@ -156,6 +169,7 @@ const pageFor = (ctx: PageContext, path: string, params: URLSearchParams): Route
   if (path === "/jobs") return Effect.flatMap(Pages.parseJobsQuery(params), (q) => Pages.jobs(ctx, q))
   if (path === "/leases") return Pages.leases(ctx)
   if (path === "/hosts") return Pages.hosts(ctx)
+  if (path === "/limits") return limits(ctx)
   if (path === "/schedules") return Pages.schedules(ctx)
   const one = /^\/jobs\/([^/]+)$/.exec(path)
   const id = one === null ? undefined : segment(one[1]!)
@@ -164,7 +178,7 @@ const pageFor = (ctx: PageContext, path: string, params: URLSearchParams): Route
 
 /** Which action a POST path asks for. */
 const actionFor = (path: string): Route<string, ActionError> | undefined => {
-  const m = /^\/(jobs|hosts|leases)\/([^/]+)\/(retry|cancel|discard|drain|resume|clear)$/.exec(path)
+  const m = /^\/(jobs|hosts|leases|limits)\/([^/]+)\/(retry|cancel|discard|drain|resume|clear|pause)$/.exec(path)
   const target = m === null ? undefined : segment(m[2]!)
   if (m === null || target === undefined) return undefined
   switch (`${m[1]}/${m[3]}`) {
@@ -180,6 +194,12 @@ const actionFor = (path: string): Route<string, ActionError> | undefined => {
       return resumeHost(target)
     case "leases/clear":
       return clearLease(target)
+    case "limits/pause":
+      return pauseLimit(target)
+    case "limits/resume":
+      return resumeLimit(target)
+    case "limits/clear":
+      return clearLimit(target)
     default:
       return undefined
   }

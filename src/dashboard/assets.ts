@@ -62,6 +62,7 @@ input, select, button { font: inherit; padding: .25rem .5rem; }
 button.action { cursor: pointer; }
 nav.pager { display: flex; gap: 1rem; margin-top: .8rem; }
 .actions { margin-bottom: .8rem; display: flex; gap: .5rem; }
+p.why { background: #fff; border: 1px solid var(--line); border-left: 3px solid var(--accent); padding: .6rem .8rem; margin: 0 0 .8rem; word-break: break-word; }
 #flash { margin: 0; padding: .5rem 1.5rem; background: #e1e9fb; }
 #flash:empty { display: none; }
 #flash.bad { background: #f8e0e0; color: var(--bad); }

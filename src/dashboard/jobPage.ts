@@ -1,12 +1,14 @@
 /**
- * The dashboard's page of one job (`/jobs/:id`): every column, the payload pretty-printed, its
- * attempts (the running one first, then the history of ended ones), the last error, and the lease
- * its attempt holds or waits for.
+ * The dashboard's page of one job (`/jobs/:id`): why it is not running (or what it is doing, or
+ * how it ended) in one sentence, every column, the payload pretty-printed, its attempts (the
+ * running one first, then the history of ended ones), the last error, and the lease its attempt
+ * holds or waits for.
  */
 import { Clock, Effect, Option } from "effect"
 import { type AttemptOutcome, MAX_HISTORY } from "../core/history.ts"
 import type { JobRow } from "../core/model.ts"
 import { JobStore } from "../ports/JobStore.ts"
+import { explainRow } from "../runtime/explain.ts"
 import { duration } from "./format.ts"
 import { type Html, html, type Part } from "./html.ts"
 import {
@@ -84,8 +86,9 @@ const attempts = (r: JobRow, now: number): Html => {
 }
 
 /**
- * `/jobs/:id`: every column, the payload pretty-printed, its attempts, the last error, and the
- * lease its attempt holds. The claim (host and token) is shown only while the job is processing:
+ * `/jobs/:id`: the sentence of `Job.explain` (the CLI's `jobs why` prints the same), every
+ * column, the payload pretty-printed, its attempts, the last error, and the lease its attempt
+ * holds. The claim (host and token) is shown only while the job is processing:
  * a job back to pending keeps the columns of its last attempt, whose host the attempts table shows.
  */
 export const job = (ctx: PageContext, id: string) =>
@@ -95,6 +98,7 @@ export const job = (ctx: PageContext, id: string) =>
     const found = yield* store.get(id)
     if (Option.isNone(found)) return yield* Effect.fail(new PageError(404, `no job with id ${JSON.stringify(id)}`))
     const r: JobRow = found.value
+    const why = yield* explainRow(r)
     const leases = yield* readLeases
     const claimed = r.status === "processing"
     const held = r.claimToken === null ? [] : leases.filter((l) => l.owner === r.claimToken)
@@ -142,6 +146,7 @@ export const job = (ctx: PageContext, id: string) =>
     return {
       title: `Job ${r.id}`,
       body: html`<h1>Job <span class="mono">${r.id}</span></h1>
+<p class="why" id="why"><strong>Why:</strong> ${why.message}</p>
 <div class="actions">${actions}</div>
 <dl class="fields">${fields.map(([k, v]) => html`<div><dt>${k}</dt><dd>${v ?? none}</dd></div>`)}</dl>
 <h2>Payload</h2><pre class="payload">${pretty(r.payload)}</pre>

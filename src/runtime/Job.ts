@@ -38,3 +38,7 @@ export { defaultHost } from "./job/host.ts"
 export { type DeadJobsFilter, discardDead, retryDead } from "./deadJobs.ts"
 /** Cancelling jobs: one by id, or by type, queue or status (./cancel.ts). */
 export { cancel, type CancelResult, cancelWhere, type CancelWhere } from "./cancel.ts"
+/** Why a job is not running (or what it is doing, or how it ended), in one sentence (./explain.ts). */
+export { explain } from "./explain.ts"
+/** What `explain` answers: the reason, tagged, with its fields, and its sentence (../core/explainReason.ts). */
+export type { ExplainReason, Explanation, SlotHolder } from "../core/explainReason.ts"

@@ -8,6 +8,7 @@ import { badInputConformance } from "./badInput/index.ts"
 import { cancelConformance } from "./cancel.ts"
 import { enqueueConformance } from "./enqueue.ts"
 import { exclusiveConformance } from "./exclusive.ts"
+import { explainConformance } from "./explain.ts"
 import { fencingConformance } from "./fencing.ts"
 import { handBackConformance } from "./handBack.ts"
 import { historyConformance } from "./history.ts"
@@ -46,7 +47,8 @@ export const SUITES = {
   observability: observabilityConformance,
   history: historyConformance,
   retention: retentionConformance,
-  tracing: tracingConformance
+  tracing: tracingConformance,
+  explain: explainConformance
 } as const satisfies Record<string, (adapter: AdapterName) => void>
 
 /** A suite's name. */

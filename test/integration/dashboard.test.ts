@@ -19,9 +19,10 @@ import { runInProcess } from "../../src/cli/main.ts"
 import { type DashboardRequest, handle, nodeHandler, servicesLayer } from "../../src/dashboard.ts"
 import { escapeHtml, html } from "../../src/dashboard/html.ts"
 import { JobStore } from "../../src/JobStore.ts"
+import * as Limits from "../../src/runtime/limits.ts"
 import * as Migrator from "../../src/runtime/migrate.ts"
 import { MemoryDatabase } from "../../src/adapters/memory/database.ts"
-import { DEAD_ID, fixedClock, seed, XSS, XSS_ID } from "../support/dashboard.ts"
+import { DEAD_ID, fixedClock, NOW, seed, XSS, XSS_ID } from "../support/dashboard.ts"
 import { MYSQL_URL, PG_URL, uniquePrefix } from "../support/urls.ts"
 import { Clock } from "effect"
 
@@ -107,6 +108,31 @@ describe("the handler", () => {
     expect(rows(running)).toEqual([["1", "12s ago", "–", "running for 12s", "running", "worker-b", "–"]])
     expect(field(running, "claimed by")).toBe("worker-b")
     expect(field(running, "claim token")).toBe("token-000000000063")
+  })
+
+  it("says at the top of a job's page why it is where it is, in Job.explain's words, hostile text escaped", async () => {
+    const why = async (jobId: string) => {
+      const body = (await serve(request("GET", `/jobs/${encodeURIComponent(jobId)}`))).body
+      return /<p class="why" id="why"><strong>Why:<\/strong> (.*?)<\/p>/s.exec(body)?.[1]
+    }
+    const iso = (ms: number) => new Date(ms).toISOString()
+    // its third attempt ended 85.3 s before NOW (test/support/dashboard.ts)
+    expect(await why(DEAD_ID)).toBe(
+      `dead since ${iso(NOW - 85_300)} (1m 25s ago), after 3 attempts: ` +
+        "HttpError: 503 Service Unavailable from https://api.example.com/accounts/1061"
+    )
+    expect(await why("00000000-0000-4000-8000-000000000063")).toBe(
+      `running: claimed by host worker-b at ${iso(NOW - 12_000)} (12s ago), attempt 1, holding no lease`
+    )
+    // hosts up beside a draining one and a gone one: due, waiting for a worker
+    expect(await why("00000000-0000-4000-8000-000000000064")).toBe(
+      `due since ${iso(NOW - 270_000)} (4m 30s ago); waiting for a worker of queue emails`
+    )
+    expect(await why("00000000-0000-4000-8000-000000000071")).toBe(`not due until ${iso(NOW + 45_000)} (in 45s)`)
+    // seeded to end 1.8 s after the dashboard's NOW
+    expect(await why(XSS_ID)).toBe(
+      `dead since ${iso(NOW + 1800)} (in 2s), after 1 attempt: ${escapeHtml(XSS.error)}`
+    )
   })
 
   it("lists the schedules by name: cron, time zone, catch-up, last and next slot, a missed one due", async () => {
@@ -308,6 +334,31 @@ describe("the handler", () => {
     expect(await post("/leases/NightlyReport/clear")).toMatchObject({ status: 409 })
     expect((await post(`/leases/${encodeURIComponent(XSS.lease)}/clear`)).status).toBe(200)
     expect(await post(`/leases/${encodeURIComponent(XSS.lease)}/clear`)).toMatchObject({ status: 404 })
+  })
+
+  it("lists the limits set live with their slots in use; pauses, resumes and clears them with the token only", async () => {
+    const post = (path: string, token = "t") => serve(request("POST", path, { "x-leasehold-token": token }), "t")
+    const limits = () => runtime.runPromise(Limits.list)
+    expect((await serve(request("GET", "/limits"))).body).toContain("No limits set live")
+    await runtime.runPromise(Limits.set({ type: XSS.lease, concurrency: 2, rate: { limit: 5, period: "1 minute" } }))
+    const page = await serve(request("GET", "/limits"), "t")
+    expect(page.status).toBe(200)
+    // hostile text stays text
+    expect(page.body).not.toContain(XSS.lease)
+    expect(page.body).toContain(escapeHtml(XSS.lease))
+    expect(page.body).toMatch(/5 per 60s/)
+    const path = `/limits/${encodeURIComponent(`type:${XSS.lease}`)}`
+    expect(page.body).toContain(`data-action="${escapeHtml(path)}/pause"`)
+    expect((await post(`${path}/pause`, "wrong")).status).toBe(401)
+    expect(await limits()).toMatchObject([{ paused: false }])
+    expect((await post(`${path}/pause`)).status).toBe(200)
+    expect(await limits()).toMatchObject([{ paused: true, pausedBy: "dashboard" }])
+    expect((await serve(request("GET", "/limits"), "t")).body).toContain(`data-action="${escapeHtml(path)}/resume"`)
+    expect((await post(`${path}/resume`)).status).toBe(200)
+    expect((await post(`${path}/clear`)).status).toBe(200)
+    expect(await post(`${path}/clear`)).toMatchObject({ status: 404 })
+    expect(await post(`/limits/${encodeURIComponent("planet:x")}/pause`)).toMatchObject({ status: 400 })
+    expect(await limits()).toEqual([])
   })
 })
 

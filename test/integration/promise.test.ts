@@ -320,6 +320,37 @@ describe.each(targets)("Promise API on $name", (target) => {
     }
   })
 
+  it("limits: a paused type holds its jobs while a worker runs, resumed they run; a bad change is LimitInputError", {
+    timeout: 60_000
+  }, async () => {
+    const ran: Array<number> = []
+    const Held = defineJob<{ readonly n: number }>({
+      name: "Held",
+      perform: async ({ n }) => {
+        ran.push(n)
+      }
+    })
+    const { lh, done } = await target.open([Held])
+    try {
+      await lh.migrate()
+      expect(await lh.limits.pause({ type: "Held" }, "ops")).toMatchObject({ paused: true, pausedBy: "ops" })
+      const worker = await lh.startWorker({ concurrency: 1, pollInterval: "50 millis" })
+      const job = await lh.enqueue(Held, { n: 1 })
+      await until(async () => (await lh.getJob(job.id))?.leaseName === "paused:type:Held")
+      expect(ran).toEqual([])
+      expect((await lh.explain(job.id)).reason).toMatchObject({ _tag: "Paused" })
+      await lh.limits.resume({ type: "Held" })
+      await until(async () => ran.length === 1)
+      await worker.stop()
+      expect(await lh.limits.list()).toMatchObject([{ scope: "type", target: "Held", paused: false }])
+      expect(await lh.limits.clear({ type: "Held" })).toBe(true)
+      await expect(lh.limits.set({ type: "Held", concurrency: 0 })).rejects.toMatchObject({ name: "LimitInputError" })
+      expect(await lh.limits.list()).toEqual([])
+    } finally {
+      await done()
+    }
+  })
+
   it("cancels: a pending job never runs, a running one's heartbeat rejects with JobCancelled; errors are named", {
     timeout: 60_000
   }, async () => {
@@ -342,13 +373,23 @@ describe.each(targets)("Promise API on $name", (target) => {
     try {
       await lh.migrate()
       const pending = await lh.enqueue(Long, { n: 1 }, { delay: "1 hour" })
+      // why it waits, in Job.explain's words; an unknown id is named like cancel's
+      expect(await lh.explain(pending.id)).toMatchObject({
+        id: pending.id,
+        registered: true,
+        reason: { _tag: "NotDue" },
+        message: expect.stringMatching(/^not due until \S+Z \(in (59m \d+s|1h)\)$/)
+      })
+      await expect(lh.explain("nope")).rejects.toMatchObject({ name: "JobNotFoundError" })
       expect(await lh.cancel(pending.id)).toEqual({ id: pending.id, status: "cancelled", wasRunning: false })
+      expect((await lh.explain(pending.id)).reason).toMatchObject({ _tag: "Cancelled" })
       await expect(lh.cancel(pending.id)).rejects.toMatchObject({ name: "JobNotCancellableError", status: "cancelled" })
       await expect(lh.cancel("nope")).rejects.toMatchObject({ name: "JobNotFoundError" })
       await expect(lh.cancelWhere({})).rejects.toMatchObject({ name: "CancelFilterError", field: "filter" })
       const running = await lh.enqueue(Long, { n: 2 })
       const worker = await lh.startWorker({ concurrency: 1, pollInterval: "50 millis" })
       await until(async () => started)
+      expect((await lh.explain(running.id)).reason).toMatchObject({ _tag: "Running", host: worker.host, attempt: 1 })
       expect(await lh.cancelWhere({ name: "Long", status: "processing" })).toEqual({ cancelled: 1 })
       release()
       await until(async () => (await worker.stats()).cancelled === 1)

@@ -395,6 +395,7 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
         ["jobs", "list"],
         ["jobs", "list", "--json"],
         ["jobs", "show", id],
+        ["jobs", "why", id],
         ["jobs", "stats"],
         ["jobs", "retry", id],
         ["jobs", "discard", "--all"],
@@ -403,6 +404,8 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
         ["status"],
         ["schedules"],
         ["drain", "--host", "h"],
+        ["limits", "list"],
+        ["limits", "set", "--type", "Greet", "--pause"],
         ["enqueue", "Greet", "{\"name\":\"x\"}"]
       ]
       for (const args of commands) oneLine(await run([...args, "--prefix", none]), 1, missing)
@@ -510,6 +513,10 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
       expect(running).toMatch(/^claimedBy +cli-worker$/m)
       expect(running).toMatch(
         /attempts \(last 1\):\nattempt +startedAt +endedAt +outcome +host +error\n[- ]+\n1 +\d{4}-\d\d-\d\dT[\d:.]+Z +- +running +cli-worker +-\n$/
+      )
+      // jobs why: the same attempt in one sentence, with the lease it holds
+      expect((await cli("jobs", "why", slow.id)).stdout).toMatch(
+        /^running: claimed by host cli-worker at \d{4}-\d\d-\d\dT[\d:.]+Z \([^)]+\), attempt 1, holding lease key:slow\n$/
       )
       const leases = await json("leases", "list")
       expect(leases.map((l: { name: string; host: string }) => [l.name, l.host])).toEqual([["key:slow", "cli-worker"]])
@@ -629,6 +636,38 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
       })
     })
 
+    it("jobs why: one sentence (--json: the reason with ISO-8601 times); an unknown id or SQL text is one error line", async () => {
+      const later = await json("enqueue", "Greet", JSON.stringify({ name: "later" }), "--delay", "1 hour")
+      const text = await cli("jobs", "why", later.id)
+      expect(text).toMatchObject({ code: 0, stderr: "" })
+      expect(text.stdout).toMatch(/^not due until \d{4}-\d\d-\d\dT[\d:.]+Z \(in (59m \d+s|1h)\)\n$/)
+      // LEASEHOLD_JOBS names the fixture module: its types are registered
+      const explained = await json("jobs", "why", later.id)
+      expect(explained).toEqual({
+        id: later.id,
+        name: "Greet",
+        queue: "default",
+        status: "pending",
+        at: expect.stringMatching(ISO),
+        registered: true,
+        reason: { _tag: "NotDue", runAt: expect.stringMatching(ISO) },
+        message: expect.stringMatching(/^not due until /)
+      })
+      // without a job module the answer is the same, the type unknown here
+      expect(
+        await parsed(run(["jobs", "why", later.id, "--json", "--prefix", target.prefix], {
+          env: { LEASEHOLD_JOBS: undefined }
+        }))
+      ).toMatchObject({ registered: false, reason: { _tag: "NotDue" } })
+      expect(await json("jobs", "cancel", later.id)).toMatchObject({ status: "cancelled" })
+      expect((await cli("jobs", "why", later.id)).stdout).toMatch(/^cancelled at \d{4}-[^ ]+Z \([^)]+\)\n$/)
+      for (const bad of ["00000000-0000-0000-0000-000000000000", "'; DROP TABLE jobs; --", "x".repeat(40)]) {
+        oneLine(await cli("jobs", "why", bad), 1, new RegExp(`no job with id ${bad.replace(/[-;']/g, ".")}`))
+      }
+      expect(await statusOf(later.id)).toBe("cancelled")
+      oneLine(await cli("jobs", "why", later.id, "--jobs", join(dir, "none.mjs")), 1, /job module .* not found/)
+    })
+
     it("worker --retention-…: how long finished jobs are kept, or never; --no-retention deletes nothing", async () => {
       // Tables of their own: the passes below delete old rows, which other tests' jobs must not be.
       const prefix = `${target.prefix}keep_`
@@ -740,6 +779,40 @@ export const cliSuite = (targetName: "sqlite" | "postgres" | "mysql") => {
       expect(table).toMatch(/host\s+state\s+running\s+cap\s+draining\s+lastSeen/)
       expect(table).toMatch(/^h1\s+up\s+0\s+-\s+no\s+\d+s ago/m)
       expect(table).toMatch(/^h-gone\s+gone\s+0\s+-\s+no\s+10m ago/m)
+    })
+
+    it("limits set, list and clear: JSON rows with ISO-8601 times, a friendly table; bad input is one error line", async () => {
+      expect(await json("limits", "set", "--type", "Greet", "--concurrency", "3", "--rate", "100/1m")).toMatchObject({
+        scope: "type",
+        target: "Greet",
+        concurrency: 3,
+        rateLimit: 100,
+        ratePeriodMs: 60_000,
+        paused: false,
+        updatedAt: expect.stringMatching(ISO)
+      })
+      expect(await json("limits", "set", "--queue", "mail", "--pause", "--by", "ops")).toMatchObject({
+        scope: "queue",
+        paused: true,
+        pausedBy: "ops",
+        pausedAt: expect.stringMatching(ISO)
+      })
+      expect(await json("limits", "set", "--type", "Greet", "--unset", "rate")).toMatchObject({
+        concurrency: 3,
+        rateLimit: null
+      })
+      expect((await json("limits", "list")).map((r: { scope: string; target: string }) => `${r.scope}:${r.target}`))
+        .toEqual(["queue:mail", "type:Greet"])
+      const table = (await cli("limits", "list")).stdout
+      expect(table).toMatch(/scope\s+target\s+concurrency\s+typeCap\s+rate\s+paused/)
+      expect(table).toMatch(/^queue\s+mail\s+-\s+-\s+-\s+yes \(ops\)/m)
+      expect(await json("limits", "clear", "--queue", "mail")).toEqual({ cleared: true })
+      expect(await json("limits", "clear", "--queue", "mail")).toEqual({ cleared: false })
+      oneLine(await cli("limits", "set", "--concurrency", "2"), 1, /exactly one of --type, --queue or --key/)
+      oneLine(await cli("limits", "set", "--key", "k", "--type-cap", "2"), 1, /a type cap is set on a job type/)
+      oneLine(await cli("limits", "set", "--type", "Greet", "--rate", "lots"), 1, /--rate must be N\/period/)
+      oneLine(await cli("limits", "set", "--type", "Greet", "--pause", "--resume"), 1, /not both/)
+      expect((await json("limits", "list")).length).toBe(1)
     })
 
     it("migrate unlock refuses a live lock once: one line on stderr, nothing on stdout", async () => {

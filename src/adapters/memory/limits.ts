@@ -7,6 +7,7 @@ import { applyLimitChange, type LimitRow, pausedWaitName } from "../../core/limi
 import type { JobRow } from "../../core/model.ts"
 import type { TableNames } from "../../core/tables.ts"
 import type { JobStoreApi } from "../../ports/JobStore.ts"
+import * as LocalWakeups from "../localWakeups.ts"
 import { type MemoryDatabaseApi, modifyTable } from "./database.ts"
 import type { TableUpdate } from "./jobTables.ts"
 
@@ -22,15 +23,18 @@ export const memoryLimits = (
   // As ../sql/limitStatements.ts `wake`: every pending job waiting on the pause due now.
   const wake = (row: LimitRow, now: number) => {
     const name = pausedWaitName(row.scope, row.target)
-    return jobsTable((rows) => {
+    const woken = jobsTable((rows) => {
       const next = new Map(rows)
+      let n = 0
       for (const [id, job] of rows) {
         if (job.status === "pending" && job.leaseName === name) {
           next.set(id, { ...job, runAt: Math.min(job.runAt, now), leaseName: null })
+          n++
         }
       }
-      return [undefined, next]
+      return [n, next]
     })
+    return Effect.flatMap(woken, (n) => (n > 0 ? LocalWakeups.ring(tables.channel) : Effect.void))
   }
   return {
     limits: limitsTable((rows) => [

@@ -52,7 +52,7 @@ export const make = (
       ...makeHandBack(runner, wakeups),
       ...makeReaping(runner),
       ...makeAdmin(runner),
-      ...makeLimits(runner)
+      ...makeLimits(runner, wakeups)
     }))
   })
 

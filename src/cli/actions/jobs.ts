@@ -1,15 +1,20 @@
-/** What `jobs list | show | stats | retry | discard | cancel | purge` do (declared in ../commands/jobs.ts, loaded only to run). */
+/** What `jobs list | show | why | stats | retry | discard | cancel | purge` do (declared in ../commands/jobs.ts, loaded only to run). */
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import type { Explanation } from "../../core/explainReason.ts"
 import type { JobStatus } from "../../core/jobs.ts"
 import type { EndedStatus, JobRow } from "../../core/model.ts"
 import { JobStore } from "../../ports/JobStore.ts"
 import { type DeadJobsFilter, discardDead, retryDead } from "../../runtime/deadJobs.ts"
 import * as Cancel from "../../runtime/cancel.ts"
+import { explain } from "../../runtime/explain.ts"
+import { type Jobs, jobsLayer } from "../../runtime/Job.ts"
 import { withStore } from "../database.ts"
 import { CliError, iso, print, table } from "../format.ts"
+import { loadJobs } from "../jobModule.ts"
 import type { Common } from "../options.ts"
 
 /** A job row as JSON: its times as ISO-8601 (or null), everything else as stored. */
@@ -120,6 +125,42 @@ export const show = (c: ShowConfig) =>
       })
     })
   )
+
+/** The values of `jobs why`. */
+export interface WhyConfig extends Common {
+  readonly id: string
+  readonly jobs: Option.Option<string>
+}
+
+/** The fields of an explanation that are times (epoch ms), printed as ISO-8601 in JSON. */
+const TIMES = new Set(["at", "runAt", "dueSince", "since", "heartbeatAt", "nextFreeAt", "expiresAt"])
+
+/** `value` with its time fields (and those of the objects in it) as ISO-8601. */
+const withIsoTimes = (value: object): Record<string, unknown> =>
+  Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [
+      k,
+      TIMES.has(k) && typeof v === "number" ? iso(v) : v !== null && typeof v === "object" && !Array.isArray(v)
+        ? withIsoTimes(v)
+        : v
+    ])
+  )
+
+/**
+ * `jobs why`: the sentence of `Job.explain` (`--json`: the explanation, its times as ISO-8601).
+ * With `--jobs` (or `LEASEHOLD_JOBS`) the module's job types give the slot counts of keys, caps
+ * and rate limits. An id that names no job is an error line.
+ */
+export const why = (c: WhyConfig) =>
+  Effect.gen(function*() {
+    const types = Option.isSome(c.jobs) ? yield* loadJobs(c.jobs.value) : []
+    const explained: Explanation = yield* withStore(
+      c,
+      { create: false },
+      Effect.provide(explain(c.id), jobsLayer(...types) as Layer.Layer<Jobs>)
+    )
+    yield* print(c, withIsoTimes(explained), () => explained.message)
+  })
 
 /** The values of `jobs retry` and `jobs discard`. */
 export interface DeadConfig extends Common {

@@ -1,6 +1,6 @@
 /**
- * `leasehold jobs list | show <id> | stats | retry | discard | cancel | purge`: inspecting and
- * repairing job rows (../actions/jobs.ts).
+ * `leasehold jobs list | show <id> | why <id> | stats | retry | discard | cancel | purge`:
+ * inspecting and repairing job rows (../actions/jobs.ts).
  */
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
@@ -33,6 +33,24 @@ const jobsShow = Command.make(
   { ...opt.common, id: Args.text({ name: "job-id" }).pipe(Args.withDescription("The job's id.")) },
   action(load, (m) => m.show)
 ).pipe(Command.withDescription("Show one job and its last attempts (start, end, outcome, error, host)."))
+
+const jobsWhy = Command.make(
+  "why",
+  {
+    ...opt.common,
+    id: Args.text({ name: "job-id" }).pipe(Args.withDescription("The job's id.")),
+    jobs: opt.optionalJobsModule(
+      "The module exporting the app's job types: the answer then names how many slots a key, a type's cap or a " +
+        "rate limit has (without it, they are unknown)."
+    )
+  },
+  action(load, (m) => m.why)
+).pipe(
+  Command.withDescription(
+    "Say in one sentence why a job is not running: not due yet, a backoff, a busy key, a rate limit, draining hosts, " +
+      "or waiting for a worker (or what it is doing, or how it ended)."
+  )
+)
 
 // Which dead jobs `retry` and `discard` take: one id, filters, or --all. Cancelled jobs only by
 // id or with --status cancelled (../../runtime/deadJobs.ts).
@@ -105,7 +123,16 @@ const jobsPurge = Command.make(
 ).pipe(Command.withDescription("Delete finished jobs of one status."))
 
 /** The subcommands of `jobs`. */
-export const jobsSubcommands = [jobsList, jobsShow, jobsStats, jobsRetry, jobsDiscard, jobsCancel, jobsPurge] as const
+export const jobsSubcommands = [
+  jobsList,
+  jobsShow,
+  jobsWhy,
+  jobsStats,
+  jobsRetry,
+  jobsDiscard,
+  jobsCancel,
+  jobsPurge
+] as const
 
 /** `jobs` and its subcommands. */
 export const jobs = Command.make("jobs").pipe(

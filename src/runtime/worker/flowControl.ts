@@ -24,7 +24,7 @@ import { type CapSlot, giveBackCap, takeCap } from "./typeCap.ts"
 /**
  * The job type as this attempt runs it: its declaration with the live overrides of its type,
  * queue and key (right), or, paused, the attempt's result (left): the job pending again, its
- * attempt given back, waiting on the pause until it is lifted (which wakes it) or for an hour.
+ * attempt given back, waiting on the pause until it is lifted (which wakes it) or for five minutes.
  */
 export function* limitedType(
   a: Attempt,
@@ -32,9 +32,15 @@ export function* limitedType(
   leaseName: string | undefined
 ): Steps<Either.Either<AnyJobType, ProcessResult>, SqlError, JobStore | JobLeases> {
   const now = a.clock.unsafeCurrentTimeMillis()
-  const index = yield* liveLimits(a.store, now)
+  let index = yield* liveLimits(a.store, now)
   if (noLimits(index)) return Either.right(type)
-  const limits = effectiveLimits(index, type, a.job.queue, leaseName)
+  let limits = effectiveLimits(index, type, a.job.queue, leaseName)
+  if (limits.pausedBy !== undefined) {
+    // Paused by rows up to a second old: read them again before holding the job, so a pause just
+    // lifted (which made this job due) does not send it back to wait.
+    index = yield* liveLimits(a.store, now, true)
+    limits = effectiveLimits(index, type, a.job.queue, leaseName)
+  }
   const paused = limits.pausedBy
   if (paused !== undefined) {
     if (a.claimed !== undefined) yield* giveBack(a.job, a.claimed)

@@ -24,14 +24,14 @@ const NONE = indexLimits([])
 const cache = new WeakMap<JobStoreApi, Cached>()
 
 /**
- * The limits rows indexed, as of at most `LIMITS_FRESH_MS` before `now`. One read at a time per
- * store; attempts that start while it runs use the rows read before.
+ * The limits rows indexed, as of at most `LIMITS_FRESH_MS` before `now` (`fresh`: read now). One
+ * read at a time per store; attempts that start while it runs use the rows read before.
  */
-export const liveLimits = (store: JobStoreApi, now: number): Effect.Effect<LimitIndex> => {
+export const liveLimits = (store: JobStoreApi, now: number, fresh = false): Effect.Effect<LimitIndex> => {
   let cached = cache.get(store)
   if (cached === undefined) cache.set(store, cached = { index: NONE, readAt: -Infinity, reading: false, warned: false })
   const c = cached
-  if ((now - c.readAt < LIMITS_FRESH_MS && now >= c.readAt) || (c.reading && c.readAt !== -Infinity)) {
+  if (!fresh && ((now - c.readAt < LIMITS_FRESH_MS && now >= c.readAt) || (c.reading && c.readAt !== -Infinity))) {
     return Effect.succeed(c.index)
   }
   c.reading = true

@@ -10,13 +10,23 @@ import { decodeLimitRow } from "../decode.ts"
 import { limitStatements } from "../limitStatements.ts"
 import { retryTransient } from "../retry.ts"
 import type { StoreRunner } from "./runner.ts"
+import type { StoreWakeups } from "./wakeups.ts"
 
 /** The SQL JobStore's `limits`, `changeLimit` and `clearLimit` over `runner`. */
-export const makeLimits = (runner: StoreRunner): Pick<JobStoreApi, "limits" | "changeLimit" | "clearLimit"> => {
+export const makeLimits = (
+  runner: StoreRunner,
+  wakeups: StoreWakeups
+): Pick<JobStoreApi, "limits" | "changeLimit" | "clearLimit"> => {
   const { changed, dialect, first, rows, write } = runner
   const statements = limitStatements(dialect.syntax, runner.tables)
+  // The jobs a pause held, due now: idle workers here and elsewhere are told.
   const wake = (row: LimitRow | undefined, now: number) =>
-    row?.paused === true ? write(statements.wake(pausedWaitName(row.scope, row.target), now)) : Effect.succeed(0)
+    row?.paused === true
+      ? Effect.flatMap(
+        write(statements.wake(pausedWaitName(row.scope, row.target), now)),
+        (n) => (n > 0 ? wakeups.woken : Effect.void)
+      )
+      : Effect.void
 
   return {
     limits: Effect.map(rows(statements.all), (r) => r.map(decodeLimitRow)),

@@ -159,7 +159,7 @@ export const explainConformance = (adapter: AdapterName) =>
           expect(paused.message).toBe(
             `paused: queue mail is paused, so the job waits until the pause is lifted; it looks again at ${
               iso(held.retryAt)
-            } (in 1h)`
+            } (in 5m)`
           )
           yield* Limits.resume({ queue: "mail" })
           expect((yield* explain(id)).reason).toMatchObject({ _tag: "Due", queue: "mail" })

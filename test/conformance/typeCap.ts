@@ -223,6 +223,56 @@ export const typeCapConformance = (adapter: AdapterName) =>
         )
       }))
 
+    it.effect("a pause between taking the key's lease and perform (here during the cap's take) never starts perform on a lease taken over meanwhile", () =>
+      Effect.gen(function*() {
+        const p = yield* probe
+        const Paused = define({
+          name: "CapPaused",
+          schema: Account,
+          concurrencyKeyFor: ({ account }) => account,
+          typeConcurrencyLimit: 2,
+          timeout: "5 seconds",
+          perform: p.perform
+        })
+        yield* withJobs(
+          [Paused],
+          Effect.gen(function*() {
+            yield* TestClock.setTime(T0)
+            yield* Deferred.succeed(p.gate, undefined)
+            const leases = yield* JobLeases
+            const window = leaseWindowSeconds(5) * SECOND
+            let paused = false
+            // The cap's reply comes after a pause longer than the key's lease window, during which
+            // another host took the key's expired lease.
+            const pausing = {
+              ...leases,
+              tryAcquireToken: (input: Parameters<typeof leases.tryAcquireToken>[0]) =>
+                input.name.startsWith("cap:") && !paused
+                  ? Effect.tap(leases.tryAcquireToken(input), () =>
+                    Effect.gen(function*() {
+                      paused = true
+                      yield* TestClock.adjust(window + 1)
+                      const now = T0 + window + 1
+                      yield* leases.tryAcquireToken({
+                        name: "key:acct",
+                        owner: "other-host",
+                        now,
+                        expiresAt: now + window
+                      })
+                    }))
+                  : leases.tryAcquireToken(input)
+            }
+            const { id } = yield* enqueue(Paused, { account: "acct", n: 1 })
+            const result = yield* Effect.provideService(processNext({ host: "h1" }), JobLeases, pausing)
+            expect(result).toMatchObject({ _tag: "Deferred", job: { id }, leaseName: "key:acct" })
+            expect(yield* Ref.get(p.runs)).toEqual([])
+            expect(Option.map(yield* leaseRow("key:acct"), (r) => r.owner)).toEqual(Option.some("other-host"))
+            expect(Option.isNone(yield* leaseRow("cap:CapPaused"))).toBe(true)
+            expect(yield* row(id)).toMatchObject({ status: "pending", attempts: 0 })
+          })
+        )
+      }))
+
     it("typeConcurrencyLimit: a whole number from 1 to 1000", () => {
       const base = { name: "C", schema: Schema.Struct({}), perform: () => Effect.void }
       for (const typeConcurrencyLimit of [0, -1, 1.5, 1001, Number.NaN]) {

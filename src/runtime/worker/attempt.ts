@@ -17,7 +17,7 @@ import type { ScheduleStore } from "../../ports/ScheduleStore.ts"
 import { setInPlace } from "../inPlace.ts"
 import { Jobs } from "../Job.ts"
 import { traceAttempt } from "../tracing.ts"
-import { holdLease } from "./attemptLease.ts"
+import { freshAtStart, holdLease } from "./attemptLease.ts"
 import { admit, limitedType } from "./flowControl.ts"
 import type { Attempt } from "./attemptState.ts"
 import { checkClaim } from "./claimCheck.ts"
@@ -27,7 +27,7 @@ import { observeAttempt } from "./observe.ts"
 import type { Resolved } from "./options.ts"
 import { runnableJob } from "./payload.ts"
 import { type InFlight, perform } from "./perform.ts"
-import { releaseCap } from "./typeCap.ts"
+import { giveBackCap, releaseCap } from "./typeCap.ts"
 import type { ProcessResult } from "./results.ts"
 import { watch, type Watch } from "./watchdog.ts"
 
@@ -204,11 +204,22 @@ const runAttempt = (
     const admitted = yield* admit(a, type, registered.type, leaseName, held)
     if (Either.isLeft(admitted)) return admitted.left
     const { cap, rate } = admitted.right
+    // A pause since the lease was taken (the cap's and rate's round trips, a stopped process)
+    // must not start perform on a lease that ran out and went to another run.
+    let running = held
+    if (held !== undefined && leaseName !== undefined) {
+      const fresh = yield* freshAtStart(a, held, leaseName)
+      if (Either.isLeft(fresh)) {
+        if (cap !== undefined) yield* giveBackCap(a, cap)
+        return fresh.left
+      }
+      running = fresh.right
+    }
     correctLeaseName(fiber, job, leaseName)
-    const exit = yield* perform(job, registered, payload, o.host, held, timer ?? watch, services, inFlight, {
+    const exit = yield* perform(job, registered, payload, o.host, running, timer ?? watch, services, inFlight, {
       cap: cap?.name,
       rate
     })
-    const result = yield* finish(a, { exit, held, leaseName, backoff, performed })
+    const result = yield* finish(a, { exit, held: running, leaseName, backoff, performed })
     return cap === undefined ? result : yield* releaseCap(a, cap, exit, result)
   })

@@ -13,7 +13,7 @@ import { annotateAttempt } from "../tracing.ts"
 import type { Attempt, Steps } from "./attemptState.ts"
 import { checkClaim, giveBack, RECHECK_AFTER_MS } from "./claimCheck.ts"
 import type { Turn } from "./keyGate.ts"
-import { giveBackLease, handOffNow } from "./outcome.ts"
+import { deferClaimed, giveBackLease, handOffNow } from "./outcome.ts"
 import type { ProcessResult } from "./results.ts"
 import { takeLease } from "./takeLease.ts"
 
@@ -23,7 +23,7 @@ import { takeLease } from "./takeLease.ts"
  * it. Undefined when it was taken over meanwhile: the attempt then takes its lease as if the
  * claim had not.
  */
-const renewClaimed = (
+export const renewClaimed = (
   claimed: HeldLease,
   token: string,
   claimTimeout: number | null,
@@ -136,4 +136,26 @@ function* askForLease(
     turn._tag === "Busy" ? turn : undefined,
     turn._tag === "Waited" && turn.inLine
   )
+}
+
+/**
+ * The lease as perform starts with it: used as it is when taken or renewed within the last
+ * second (src/core/lease.ts isClaimLeaseFresh), else renewed from now first, owner-fenced. A
+ * lease that ran out and was taken over meanwhile (this process paused between taking it and
+ * starting perform) is not run under: the attempt ends before perform (left), its job due again
+ * at once, so two runs never start on one slot, however long the pause.
+ */
+export function* freshAtStart(
+  a: Attempt,
+  held: HeldLease,
+  leaseName: string
+): Steps<Either.Either<HeldLease, ProcessResult>, SqlError, JobStore | JobLeases> {
+  const now = a.clock.unsafeCurrentTimeMillis()
+  if (isClaimLeaseFresh(held.expiresAt, now, a.job.claimTimeout)) return Either.right(held)
+  const renewed = yield* renewClaimed(held, a.token, a.job.claimTimeout, now, a.leases)
+  if (renewed !== undefined) return Either.right(renewed)
+  yield* Effect.logWarning(
+    `lease ${held.name} ran out and was taken over before perform started (was this process paused?); not run`
+  )
+  return Either.left(yield* deferClaimed(a.job, now, now, leaseName, null))
 }

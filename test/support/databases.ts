@@ -10,7 +10,7 @@ import { SqliteClient } from "@effect/sql-sqlite-node"
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Reactivity from "@effect/experimental/Reactivity"
-import { Context, Effect, Layer, Redacted, Ref } from "effect"
+import { Context, Effect, Layer, Redacted, Ref, Schedule } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -161,8 +161,21 @@ const sqlDatabase = (adapter: AdapterName, label: string) =>
       migratorsApart: (options) => Effect.forEach(options, migrator),
       tableExists: (table) => Effect.orDie(Effect.flatMap(leaseLock(table), (lock) => lock.tableExists)),
       sharedJobTables: migrateShared,
+      // A worker of the previous test may still be stopping, writing on another node of a Galera
+      // cluster: a DELETE that loses certification (1213, a deadlock to the client) is sent again.
       clearJobTables: (p) =>
-        Effect.orDie(Effect.forEach(clearedTables(p), (t) => sql.unsafe(`DELETE FROM ${quote(t)}`), { discard: true })),
+        Effect.orDie(Effect.forEach(
+          clearedTables(p),
+          (t) =>
+            sql.unsafe(`DELETE FROM ${quote(t)}`).pipe(
+              Effect.retry({
+                times: 5,
+                schedule: Schedule.spaced("50 millis"),
+                while: (e) => String((e.cause as { errno?: number } | undefined)?.errno) === "1213"
+              })
+            ),
+          { discard: true }
+        )),
       query: (text, params = []) => {
         let n = 0
         const native = adapter === "postgres" ? text.replace(/\?/g, () => `$${++n}`) : text

@@ -52,7 +52,14 @@ const hooks = (system: SystemId, spec: ChildSpec): DrainHooks => ({
   background: { finished: spec.params.finished ?? 0, future: spec.params.future ?? 0 }
 })
 
-const runSpec = async (spec: ChildSpec): Promise<Record<string, number>> => {
+/**
+ * Runs one spec and returns its figures; a scenario the orchestrator summarises itself puts the
+ * raw values it needs in `series` (bench/scenarios.ts, `fromSeries`).
+ */
+const runSpec = async (
+  spec: ChildSpec,
+  series: Record<string, ReadonlyArray<number>>
+): Promise<Record<string, number>> => {
   if (spec.scenario === "leaselock") {
     const n = param(spec, "pairs")
     const LeaseLockBench = await import("./systems/leaselock.ts")
@@ -107,6 +114,37 @@ const runSpec = async (spec: ChildSpec): Promise<Record<string, number>> => {
         overIdeal: r.ms / idealMs,
         ...(r.statements === undefined ? {} : { statementsPerJob: r.statements / r.jobs }),
         ...(r.startStatements === undefined ? {} : { startStatements: r.startStatements })
+      }
+    }
+    case "ratelimit": {
+      const periodMs = param(spec, "periodMs")
+      const r = await need(driver.rateLimit, label)(
+        spec.url,
+        param(spec, "jobs"),
+        param(spec, "concurrency"),
+        param(spec, "limit"),
+        periodMs
+      )
+      if (r.startsMs.length !== r.jobs) throw new Error(`${r.startsMs.length} performs started for ${r.jobs} jobs`)
+      // The sliding windows over the starts are counted by the orchestrator, from these.
+      series.startsMs = r.startsMs
+      return {
+        jobs: r.jobs,
+        periodMs,
+        drainMs: r.drainMs,
+        firstStartMs: Math.min(...r.startsMs) - r.workerStartMs,
+        claimsPerJob: r.results / r.jobs,
+        rateDeferralsPerJob: r.rateDeferrals / r.jobs,
+        keyDeferralsPerJob: r.keyDeferrals / r.jobs,
+        maxDeferralsOfOneJob: r.maxDeferralsOfOneJob,
+        deferredJobs: r.lateMs.length,
+        ...(r.lateMs.length === 0 ? {} : {
+          lateP50Ms: percentile(r.lateMs, 50),
+          lateP99Ms: percentile(r.lateMs, 99),
+          lateMaxMs: percentile(r.lateMs, 100),
+          lateMinMs: Math.min(...r.lateMs)
+        }),
+        ...(r.statements === undefined ? {} : { statementsPerJob: r.statements / r.jobs })
       }
     }
     case "latency": {
@@ -179,7 +217,9 @@ const main = async () => {
   const spec = JSON.parse(raw) as ChildSpec
   let result: ChildResult
   try {
-    result = { status: "ok", metrics: await runSpec(spec) }
+    const series: Record<string, ReadonlyArray<number>> = {}
+    const metrics = await runSpec(spec, series)
+    result = { status: "ok", metrics, ...(Object.keys(series).length === 0 ? {} : { series }) }
   } catch (e) {
     result = { status: "error", message: e instanceof Error ? (e.stack ?? e.message) : String(e) }
   }

@@ -8,6 +8,7 @@ export type ScenarioId =
   | "bigfuture"
   | "exclusive"
   | "hotkey"
+  | "ratelimit"
   | "latency"
   | "crosslatency"
   | "leaselock"
@@ -33,8 +34,16 @@ export interface ChildSpec {
   readonly params: Readonly<Record<string, number>>
 }
 
+/**
+ * A child's figures, and, for a scenario that the orchestrator summarises itself (the rate limit's
+ * sliding windows), the raw values it needs, by name (`series`).
+ */
 export type ChildResult =
-  | { readonly status: "ok"; readonly metrics: Readonly<Record<string, number>> }
+  | {
+    readonly status: "ok"
+    readonly metrics: Readonly<Record<string, number>>
+    readonly series?: Readonly<Record<string, ReadonlyArray<number>>>
+  }
   | { readonly status: "error"; readonly message: string }
 
 export const RESULT_PREFIX = "@@BENCH_RESULT "

@@ -196,14 +196,31 @@ interface Run {
 const runs = new Map<string, Array<Run>>()
 const key = (scenario: ScenarioId, system: SystemId) => `${scenario}/${system}`
 
-const describe = (scenario: ScenarioDef, r: ChildResult): string => {
+/** A run's targets (bench/scenarios.ts `targets`), each met or not on the run's own figures. */
+const targetsOf = (scenario: ScenarioDef, params: Metrics, metrics: Metrics) =>
+  (scenario.targets?.(params) ?? []).map((t) => ({ label: t.label, met: t.met(metrics), figure: t.figure(metrics) }))
+
+const describe = (scenario: ScenarioDef, params: Metrics, r: ChildResult): string => {
   switch (r.status) {
     case "ok":
       return scenario.show(r.metrics) +
-        (r.metrics.peakRssMb === undefined ? "" : `, peak RSS ${Math.round(r.metrics.peakRssMb)} MiB`)
+        (r.metrics.peakRssMb === undefined ? "" : `, peak RSS ${Math.round(r.metrics.peakRssMb)} MiB`) +
+        targetsOf(scenario, params, r.metrics).map((t) =>
+          `\n      target ${t.label}: ${t.met ? "pass" : "FAIL"} (${t.figure})`
+        ).join("")
     case "error":
       return `ERROR ${r.message.split("\n")[0]}`
   }
+}
+
+/**
+ * A child's result with the figures the scenario computes from its series merged into its
+ * metrics (the series themselves are not kept).
+ */
+const summarised = (scenario: ScenarioDef, params: Metrics, r: ChildResult): ChildResult => {
+  if (r.status !== "ok" || scenario.fromSeries === undefined) return r
+  if (r.series === undefined) return { status: "error", message: "the child sent no series to summarise" }
+  return { status: "ok", metrics: { ...r.metrics, ...scenario.fromSeries(r.series, params) } }
 }
 
 const started = new Date()
@@ -229,7 +246,11 @@ for (let round = 1; round <= rounds && !interrupted; round++) {
       const began = performance.now()
       try {
         current.db = await createDatabase(SYSTEMS[system].backend, name)
-        result = await runChild({ scenario: scenario.id, system, url: current.db.url, params })
+        result = summarised(
+          scenario,
+          params,
+          await runChild({ scenario: scenario.id, system, url: current.db.url, params })
+        )
       } catch (e) {
         result = { status: "error", message: `could not create ${name}: ${e instanceof Error ? e.message : String(e)}` }
       } finally {
@@ -245,7 +266,7 @@ for (let round = 1; round <= rounds && !interrupted; round++) {
       const secs = ((performance.now() - began) / 1000).toFixed(1)
       console.error(
         `  ${scenario.num}. ${scenario.id.padEnd(10)} ${SYSTEMS[system].label.padEnd(40)} ${
-          describe(scenario, result)
+          describe(scenario, params, result)
         } [${secs} s]`
       )
     }
@@ -311,6 +332,9 @@ const resultsJson = {
           round: r.round,
           status: r.result.status,
           ...(r.result.status === "ok" ? { metrics: r.result.metrics } : {}),
+          ...(r.result.status === "ok" && scenario.targets !== undefined
+            ? { targets: targetsOf(scenario, params, r.result.metrics) }
+            : {}),
           ...(r.result.status === "error" ? { error: r.result.message.split("\n")[0] } : {})
         }))
       }
@@ -375,6 +399,22 @@ if (resultsJson.memory !== null) {
   })
 }
 
+// Targets, per run: pass or fail on that run's own figures.
+const targetRows = plan.flatMap(({ scenario, params, systems }) =>
+  (scenario.targets?.(params) ?? []).flatMap((target, t) =>
+    systems.map(({ id }, i) => {
+      const perRound = (runs.get(key(scenario.id, id)) ?? []).map((r) => {
+        if (r.result.status !== "ok") return r.result.status
+        const checked = targetsOf(scenario, params, r.result.metrics)[t]!
+        return `${checked.met ? "pass" : "FAIL"} (${checked.figure})`
+      })
+      return `| ${i === 0 && t === 0 ? scenario.num : ""} | ${i === 0 ? cell(target.label) : ""} | ${
+        cell(SYSTEMS[id].label)
+      } | ${perRound.length === 0 ? "not run" : perRound.join(" · ")} |`
+    })
+  )
+)
+
 const ratioTable = [
   ...resultsJson.scenarios.flatMap((s) =>
     s.ratios.map((r) => `| ${s.number} | ${cell(r.label)} | ${fmtRatio(r.value)} |`)
@@ -398,6 +438,9 @@ const markdown = [
   "|---|---|---|---|---|",
   ...tableRows,
   "",
+  ...(targetRows.length === 0
+    ? []
+    : ["| # | Target (every run) | System | Per round |", "|---|---|---|---|", ...targetRows, ""]),
   "| # | Ratio (of medians) | Value |",
   "|---|---|---|",
   ...ratioTable,
@@ -408,6 +451,11 @@ const markdown = [
   "pg-boss 10 waits its polling interval after every fetch, full or not, so 10 workers × batch 50 at its minimum 0.5 s interval cap it at 1,000 jobs/s. " +
   (planned.has(key("exclusive", "graphile-worker"))
     ? "graphile-worker's exclusive equivalent is one named (serial) queue per job. "
+    : "") +
+  (plan.some((p) => p.scenario.id === "ratelimit")
+    ? "The rate limit (3b) is leasehold's alone: graphile-worker has no rate limit, and pg-boss's throttling keeps one job per period at send time and drops the rest; " +
+      "each perform's start is Date.now() as it begins, windows [t, t + period) are slid over every start, the drain is timed from worker start to the last completion at the worker's default poll interval, " +
+      "and its statements are counted in a second drain over the counting client. "
     : "") +
   "Latency is measured in one process from just before the enqueue call to the start of the job's handler. " +
   "LeaseLock pairs use a distinct lease name per pair; the raw node-postgres row sends the statements leasehold builds (INSERT … ON CONFLICT DO UPDATE … WHERE expired RETURNING, DELETE). " +

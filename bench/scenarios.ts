@@ -1,10 +1,11 @@
 /**
- * The benchmark's scenarios (the issue's list, 1–7; 9, batch enqueue, from issue 14; 10, Effect steps), their sizes (full and `--quick`), the
- * systems each compares, how a median is shown, and the ratios reported.
+ * The benchmark's scenarios (the issue's list, 1–7; 9, batch enqueue, from issue 14; 10, Effect steps; 3b, a rate limit), their sizes (full and `--quick`), the
+ * systems each compares, how a median is shown, the ratios reported, and the targets a run must reach.
  */
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import type { Backend } from "./lib/sql.ts"
+import { countInWindow, maxInWindow } from "./lib/stats.ts"
 import {
   PG_BOSS_BATCH_SIZE as BATCH_SIZE,
   PG_BOSS_POLLING_INTERVAL_SECONDS as POLLING_INTERVAL_SECONDS,
@@ -67,6 +68,17 @@ export interface RatioDef {
   readonly den: readonly [ScenarioId, SystemId, string]
 }
 
+/** A figure a scenario must reach in every run, printed as pass or fail beside the run's figures. */
+export interface TargetDef {
+  readonly label: string
+  readonly met: (m: Metrics) => boolean
+  /** The figure checked, as printed beside pass or fail. */
+  readonly figure: (m: Metrics) => string
+}
+
+/** Raw values a child sends with its figures (ChildResult's `series`), by name. */
+export type Series = Readonly<Record<string, ReadonlyArray<number>>>
+
 export interface ScenarioDef {
   readonly id: ScenarioId
   readonly num: string
@@ -80,12 +92,20 @@ export interface ScenarioDef {
   /** The median shown in the table. */
   readonly show: (m: Metrics) => string
   readonly ratios: ReadonlyArray<RatioDef>
+  /**
+   * Figures the orchestrator computes from the child's `series` (the rate limit's sliding windows
+   * over every start), merged into the run's metrics; a run without the series is an error.
+   */
+  readonly fromSeries?: (series: Series, p: Metrics) => Metrics
+  /** What every run must reach (checked per run, on its own figures, not on medians). */
+  readonly targets?: (p: Metrics) => ReadonlyArray<TargetDef>
 }
 
 const int = (x: number) => (Number.isFinite(x) ? Math.round(x).toLocaleString("en-US") : "–")
 const ms = (x: number) => (!Number.isFinite(x) ? "–" : x >= 100 ? `${int(x)} ms` : `${x.toFixed(1)} ms`)
 const num = (x: number, digits = 2) => (Number.isFinite(x) ? x.toFixed(digits) : "–")
 const get = (m: Metrics, k: string) => m[k] ?? Number.NaN
+const secs = (x: number) => (Number.isFinite(x) ? `${Number((x / 1000).toFixed(2))} s` : "–")
 // CPU per job of a drain: the worker's Node process, and the database server's (bench/lib/cpu.ts).
 const cpu = (m: Metrics) =>
   `CPU/job: Node ${int(get(m, "nodeCpuUsPerJob"))} µs` +
@@ -266,6 +286,59 @@ export const SCENARIOS: ReadonlyArray<ScenarioDef> = [
         label: "leasehold (PostgreSQL) drain ÷ graphile-worker drain",
         num: ["hotkey", "leasehold-pg", "ms"],
         den: ["hotkey", "graphile-worker", "ms"]
+      }
+    ]
+  },
+  // 3b. A rate limit (docs/flow-control.md), leasehold's alone: graphile-worker has no rate limit,
+  // and pg-boss's throttling keeps one job per period at send time and drops the rest.
+  {
+    id: "ratelimit",
+    num: "3b",
+    title: (p) =>
+      `Rate limit: ${int(get(p, "jobs"))} no-op jobs due at once on one key limited to ${
+        int(get(p, "limit"))
+      } starts per ${secs(get(p, "periodMs"))}, one worker, concurrency ${
+        get(p, "concurrency")
+      } (leasehold only: graphile-worker has no rate limit)`,
+    full: { jobs: 2_000, concurrency: 10, limit: 100, periodMs: 1_000, spanMs: 10_000, minInSpan: 950 },
+    quick: { jobs: 600, concurrency: 10, limit: 100, periodMs: 1_000, spanMs: 5_000, minInSpan: 475 },
+    systems: [{ id: "leasehold-pg" }, { id: "leasehold-mariadb" }, { id: "leasehold-sqlite" }],
+    primary: "maxInWindow",
+    show: (m) =>
+      `at most ${int(get(m, "maxInWindow"))} starts in a ${secs(get(m, "periodMs"))} window, ${
+        int(get(m, "inFirstSpan"))
+      } in the first ${secs(get(m, "spanMs"))}; drain ${ms(get(m, "drainMs"))} (last start ${
+        secs(get(m, "startSpanMs"))
+      } after the first, ideal ${secs(get(m, "idealSpanMs"))}); ${num(get(m, "claimsPerJob"))} claims/job, ${
+        num(get(m, "rateDeferralsPerJob"))
+      } rate deferrals/job (at most ${int(get(m, "maxDeferralsOfOneJob"))} of one job); deferred jobs started ${
+        ms(get(m, "lateP50Ms"))
+      } (p50) / ${ms(get(m, "lateP99Ms"))} (p99) after their retryAt` +
+      (m.statementsPerJob === undefined ? "" : `; ${num(get(m, "statementsPerJob"), 2)} statements/job`),
+    ratios: [],
+    fromSeries: (series, p) => {
+      const starts = [...(series.startsMs ?? [])].sort((a, b) => a - b)
+      const first = starts[0] ?? Number.NaN
+      const limit = get(p, "limit")
+      return {
+        maxInWindow: maxInWindow(starts, get(p, "periodMs")),
+        inFirstSpan: countInWindow(starts, first, get(p, "spanMs")),
+        spanMs: get(p, "spanMs"),
+        startSpanMs: (starts[starts.length - 1] ?? Number.NaN) - first,
+        // `limit` starts at once, then `limit` more each period.
+        idealSpanMs: (Math.ceil(starts.length / limit) - 1) * get(p, "periodMs")
+      }
+    },
+    targets: (p) => [
+      {
+        label: `at most ${int(get(p, "limit"))} starts in every ${secs(get(p, "periodMs"))} window`,
+        met: (m) => get(m, "maxInWindow") <= get(p, "limit"),
+        figure: (m) => `most ${int(get(m, "maxInWindow"))}`
+      },
+      {
+        label: `at least ${int(get(p, "minInSpan"))} starts in the first ${secs(get(p, "spanMs"))}`,
+        met: (m) => get(m, "inFirstSpan") >= get(p, "minInSpan"),
+        figure: (m) => `${int(get(m, "inFirstSpan"))}`
       }
     ]
   },

@@ -8,7 +8,10 @@
  * counts at the `Connection`, so statements inside transactions are counted as well. On
  * PostgreSQL the `PgClient` service is passed through (its config, listen and notify), so a
  * worker still finds the LISTEN settings it looks for. With `BENCH_SQL_LOG=<file>` set, each
- * counted statement's text is also appended to that file, one line each (what scenario 6 counts).
+ * counted statement's text is also appended to that file, one line each (what scenario 6 counts);
+ * with `BENCH_SQL_LOG_TIMES=1` as well, each line is written when the statement's reply came and
+ * starts with the epoch ms it was sent, its round trip in ms and the rows it returned (an array's
+ * length, else `-`), to lay beside a worker's own log (scenario 3b's BENCH_RATE_LOG).
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
 import { SqlClient } from "@effect/sql"
@@ -113,15 +116,24 @@ export const countingLayer: Layer.Layer<SqlClient.SqlClient | StatementCount, ne
       let n = 0
       let notified = 0
       const log = process.env.BENCH_SQL_LOG
+      const times = log !== undefined && log !== "" && process.env.BENCH_SQL_LOG_TIMES === "1"
       const count = (sql: string) => {
         n++
         if (sql.startsWith("SELECT pg_notify(")) notified++
-        if (log !== undefined && log !== "") appendFileSync(log, `${sql.replace(/\s+/g, " ")}\n`)
+        if (log !== undefined && log !== "" && !times) appendFileSync(log, `${sql.replace(/\s+/g, " ")}\n`)
       }
       const counted = <A>(sql: string, effect: Effect.Effect<A, SqlError>): Effect.Effect<A, SqlError> =>
         Effect.suspend(() => {
           count(sql)
-          return effect
+          if (!times) return effect
+          const sent = Date.now()
+          return Effect.tap(effect, (result) =>
+            appendFileSync(
+              log!,
+              `${sent} ${Date.now() - sent} ${Array.isArray(result) ? result.length : "-"} ${
+                sql.replace(/\s+/g, " ")
+              }\n`
+            ))
         })
       const wrap = (c: Connection): Connection => ({
         execute: (sql, params, transformRows) => counted(sql, c.execute(sql, params, transformRows)),

@@ -18,3 +18,22 @@ export const percentile = (xs: ReadonlyArray<number>, p: number): number => {
 
 export const mean = (xs: ReadonlyArray<number>): number =>
   xs.length === 0 ? Number.NaN : xs.reduce((a, b) => a + b, 0) / xs.length
+
+/**
+ * The most values in any window [t, t + width) over an ascending list: a window slid over every
+ * value as its start (a window holding the most values can always be moved right until it starts
+ * at one), not fixed buckets, which would split a burst across two.
+ */
+export const maxInWindow = (sorted: ReadonlyArray<number>, width: number): number => {
+  let most = 0
+  let end = 0
+  for (let start = 0; start < sorted.length; start++) {
+    while (end < sorted.length && sorted[end]! < sorted[start]! + width) end++
+    most = Math.max(most, end - start)
+  }
+  return most
+}
+
+/** How many values of a list fall in [from, from + width). */
+export const countInWindow = (xs: ReadonlyArray<number>, from: number, width: number): number =>
+  xs.reduce((n, x) => (x >= from && x < from + width ? n + 1 : n), 0)

@@ -18,6 +18,10 @@
  *     fibers (or 4 worker layers) drain them; `ms` from the FIRST JOB'S START (perform entered)
  *     to the last job completed, so worker start-up is left out of this short drain.
  *     The report compares `ms` with the ideal n × sleepMs.
+ *   rateLimit(url, n, concurrency, limit, periodMs): Promise<RateLimitResult>
+ *     3b (leasehold only). `n` no-op jobs on one key with a rate limit of `limit` per
+ *     `periodMs`, all due at once, one worker: each perform's start (`Date.now()`) and how
+ *     often the worker deferred the jobs on the way.
  *   latency(url, samples): Promise<{ samplesMs }>
  *     4. An idle worker (started first); enqueue single jobs one at a time, wait until each
  *     has started (and finished, plus a short idle gap), and return `samples`
@@ -34,14 +38,23 @@
  * before returning (the child process exits right after).
  */
 import { SqlClient } from "@effect/sql"
-import { Deferred, Duration, Effect, Layer, Logger, LogLevel, Ref, Schema, type Scope } from "effect"
+import { Deferred, Duration, Effect, HashMap, Layer, Logger, LogLevel, Option, Ref, Schema, type Scope } from "effect"
+import { appendFileSync } from "node:fs"
 import { performance } from "node:perf_hooks"
 import { JobStore } from "../../src/JobStore.ts"
-import { define, enqueue, enqueueMany as enqueueBatch, type AnyJobType, type JobType } from "../../src/runtime/Job.ts"
+import {
+  type AnyJobType,
+  define,
+  enqueue,
+  enqueueMany as enqueueBatch,
+  JobContext,
+  type JobType
+} from "../../src/runtime/Job.ts"
 import * as Leasehold from "../../src/runtime/Leasehold.ts"
 import * as Migrator from "../../src/runtime/migrate.ts"
 import * as Worker from "../../src/runtime/Worker.ts"
 import { countingLayer, sqlLayer, StatementCount, type StatementCountApi } from "../lib/sql.ts"
+import { percentile } from "../lib/stats.ts"
 import { makeStepCounter, type StepCounter } from "../lib/steps.ts"
 import { mark } from "../lib/timeline.ts"
 import { CROSS_GAP_MS, CROSS_WARMUP, epochNow } from "../protocol.ts"
@@ -53,6 +66,7 @@ import type {
   HotKeyResult,
   JobSystemDriver,
   LatencyResult,
+  RateLimitResult,
   RoundTripsResult,
   StepsResult,
   StartEnqueuer
@@ -91,14 +105,18 @@ const types: ReadonlyArray<AnyJobType> = [Noop, Keyed, Hot, Probe]
 
 type Services = Worker.WorkerServices | SqlClient.SqlClient
 
-/** Runs `program` with migrated tables and leasehold's services over the database at `url`. */
+/**
+ * Runs `program` with migrated tables and leasehold's services over the database at `url`, the
+ * job types registered being `jobs` (all of the module's by default).
+ */
 const run = <A>(
   url: string,
   program: Effect.Effect<A, unknown, Services | Scope.Scope>,
-  below?: (l: Layer.Layer<SqlClient.SqlClient, unknown>) => Layer.Layer<SqlClient.SqlClient | StatementCount, unknown>
+  below?: (l: Layer.Layer<SqlClient.SqlClient, unknown>) => Layer.Layer<SqlClient.SqlClient | StatementCount, unknown>,
+  jobs: ReadonlyArray<AnyJobType> = types
 ) => {
   const client = below ? below(sqlLayer(url, 20)) : sqlLayer(url, 20)
-  const services = Leasehold.layer({ jobs: types }).pipe(Layer.provideMerge(client))
+  const services = Leasehold.layer({ jobs }).pipe(Layer.provideMerge(client))
   return Effect.runPromise(
     Effect.scoped(Effect.gen(function*() {
       yield* (yield* Migrator.make()).run
@@ -242,6 +260,245 @@ export const hotKey = async (url: string, n: number, sleep: number, workers: num
     statements: counted.statements,
     startStatements: counted.startStatements
   }
+}
+
+/** One outcome or start of the rate limit's drain, for its timeline (BENCH_RATE_DETAIL=1). */
+interface RateEvent {
+  readonly at: number
+  /** A perform's start, or an outcome: a deferral by the rate limit or by the key's lease, or another. */
+  readonly kind: "start" | "rate" | "key" | "other" | "slot"
+  /** An outcome: whether it ended the job's first claim. */
+  readonly first?: boolean
+  /** A deferral: how far ahead of its report the job was due again (ms). */
+  readonly ahead?: number | undefined
+  /** A start of a job the rate limit deferred last: how long after that deferral's retryAt (ms). */
+  readonly late?: number | undefined
+  /** A rate slot taken: which (from the worker's debug line). */
+  readonly slot?: string
+  /** A sample of the jobs table: pending jobs due, pending jobs not yet due, jobs processing. */
+  readonly table?: { readonly due: number; readonly later: number; readonly processing: number }
+}
+
+/**
+ * The rate limit's drain second by second, on stderr: outcomes (claims ended), of which first
+ * claims and deferrals, perform starts, how many distinct rate slots they took, and how late the
+ * starts of deferred jobs came.
+ */
+const rateDetail = (events: ReadonlyArray<RateEvent>, from: number, which: string): void => {
+  const seconds = new Map<number, Array<RateEvent>>()
+  for (const e of events) {
+    const s = Math.floor((e.at - from) / 1000)
+    const list = seconds.get(s) ?? []
+    list.push(e)
+    seconds.set(s, list)
+  }
+  const firstClaims = events.filter((e) => e.first === true)
+  console.error(
+    `${which} drain: last first claim ended ${
+      ((Math.max(...firstClaims.map((e) => e.at)) - from) / 1000).toFixed(2)
+    } s after the worker's start`
+  )
+  console.error(
+    "  s  outcomes first rate key starts slots  table due/later/processing (max)  late p50/max (ms)  deferred ahead min/max (ms)"
+  )
+  for (const s of [...seconds.keys()].sort((a, b) => a - b)) {
+    const list = seconds.get(s)!
+    const count = (f: (e: RateEvent) => boolean) => list.filter(f).length
+    const late = list.flatMap((e) => (e.late === undefined ? [] : [e.late]))
+    const ahead = list.flatMap((e) => (e.ahead === undefined ? [] : [e.ahead]))
+    const tables = list.flatMap((e) => (e.table === undefined ? [] : [e.table]))
+    const slots = new Set(list.flatMap((e) => (e.slot === undefined ? [] : [e.slot]))).size
+    console.error(
+      `${String(s).padStart(3)} ${
+        String(count((e) => e.kind !== "start" && e.kind !== "slot" && e.table === undefined)).padStart(8)
+      } ${String(count((e) => e.first === true)).padStart(5)} ${String(count((e) => e.kind === "rate")).padStart(4)} ${
+        String(count((e) => e.kind === "key")).padStart(3)
+      } ${String(count((e) => e.kind === "start")).padStart(6)} ${String(slots).padStart(5)}  ${
+        tables.length === 0
+          ? "-"
+          : `${Math.max(...tables.map((t) => t.due))}/${Math.max(...tables.map((t) => t.later))}/${
+            Math.max(...tables.map((t) => t.processing))
+          }`
+      }  ${late.length === 0 ? "-" : `${percentile(late, 50)}/${Math.max(...late)}`}  ${
+        ahead.length === 0 ? "-" : `${Math.min(...ahead)}/${Math.max(...ahead)}`
+      }`
+    )
+  }
+}
+
+/**
+ * 3b. `n` no-op jobs on one key ("one") with a rate limit of `limit` starts per `periodMs`,
+ * enqueued by one enqueueMany (all due at once), drained by one worker with `concurrency`. The
+ * worker keeps its default poll interval: the jobs it defers come back by its own alarms
+ * (src/runtime/worker/alarms.ts), as in an app, not by a poll the bench made frequent. Each
+ * perform's start is `Date.now()`, the clock the rate slots are taken on. Every claim of a job
+ * ends in an outcome the worker's hook sees (`Deferred` for a job over the limit), so the hook
+ * counts the claims and keeps each job's last `retryAt`. Statements are counted in a second
+ * drain over the counting wrapper, as the hot key's are, so the timed drain pays nothing for it.
+ */
+export const rateLimit = async (
+  url: string,
+  n: number,
+  concurrency: number,
+  limit: number,
+  periodMs: number
+): Promise<RateLimitResult> => {
+  let record: (jobId: string, at: number) => void = () => {}
+  const Rated = define({
+    name: "rated",
+    schema: Payload,
+    concurrencyKey: "one",
+    rateLimit: { limit, period: Duration.millis(periodMs) },
+    perform: () => Effect.flatMap(JobContext, (ctx) => Effect.sync(() => record(ctx.jobId, Date.now())))
+  })
+  const drain = <R = never>(counter?: Effect.Effect<StatementCountApi, never, R>) =>
+    Effect.gen(function*() {
+      yield* enqueueMany(Rated, n, (i) => ({ i }))
+      const count = counter === undefined ? undefined : yield* counter
+      const startsMs: Array<number> = []
+      const startOf = new Map<string, number>()
+      // Each deferred job's last deferral: when it was due again, and whether the rate limit (not
+      // the key's lease) deferred it.
+      const lastDeferral = new Map<string, { readonly retryAt: number; readonly rate: boolean }>()
+      const deferralsOf = new Map<string, number>()
+      let results = 0
+      let rateDeferrals = 0
+      let keyDeferrals = 0
+      let completed = 0
+      // With BENCH_RATE_DETAIL=1, every outcome and start, for a timeline on stderr (`rateDetail`).
+      const events: Array<RateEvent> | undefined = process.env.BENCH_RATE_DETAIL === "1" ? [] : undefined
+      const claimedBefore = new Set<string>()
+      const logFile = process.env.BENCH_RATE_LOG
+      // A job the rate limit deferred again: how late it came back, and how far its new retryAt is past its old.
+      const redeferrals: Array<{ readonly came: number; readonly again: number }> = []
+      record = (id, at) => {
+        startsMs.push(at)
+        startOf.set(id, at)
+        const last = lastDeferral.get(id)
+        events?.push({ at, kind: "start", late: last?.rate === true ? at - last.retryAt : undefined })
+      }
+      const done = yield* Deferred.make<number>()
+      count?.reset()
+      const workerStartMs = Date.now()
+      const start = performance.now()
+      const worker = Worker.make({
+        concurrency,
+        host: "bench",
+        onResult: (r) =>
+          Effect.suspend(() => {
+            if (r._tag === "Idle" || r._tag === "Capped" || r._tag === "Draining") return Effect.void
+            results++
+            if (events !== undefined && "job" in r) {
+              const first = !claimedBefore.has(r.job.id)
+              claimedBefore.add(r.job.id)
+              const at = Date.now()
+              events.push({
+                at,
+                kind: r._tag === "Deferred" ? (r.leaseName.startsWith("rate:") ? "rate" : "key") : "other",
+                first,
+                ahead: r._tag === "Deferred" ? r.retryAt - at : undefined
+              })
+            }
+            if (r._tag === "Deferred") {
+              const rate = r.leaseName.startsWith("rate:")
+              const before = lastDeferral.get(r.job.id)
+              if (events !== undefined && rate && before?.rate === true) {
+                redeferrals.push({ came: Date.now() - before.retryAt, again: r.retryAt - before.retryAt })
+              }
+              if (rate) rateDeferrals++
+              else keyDeferrals++
+              lastDeferral.set(r.job.id, { retryAt: r.retryAt, rate })
+              deferralsOf.set(r.job.id, (deferralsOf.get(r.job.id) ?? 0) + 1)
+            }
+            return r._tag === "Completed" && ++completed === n ? Deferred.succeed(done, performance.now()) : Effect.void
+          })
+      })
+      // In a detailed run, the worker's debug line for each rate slot taken says which slot.
+      yield* events === undefined ? worker : worker.pipe(
+        Logger.withMinimumLogLevel(LogLevel.Debug),
+        Effect.provide(Logger.replace(
+          Logger.defaultLogger,
+          Logger.make(({ annotations, logLevel, message }) => {
+            const text = String(Array.isArray(message) ? message[0] : message)
+            const taken = /^rate slot (.+) taken$/.exec(text)
+            if (taken !== null) events.push({ at: Date.now(), kind: "slot", slot: taken[1]! })
+            // BENCH_RATE_LOG=<file>: every line the worker logs, with its epoch ms and its job (the
+            // same clock as BENCH_SQL_LOG_TIMES's lines, bench/lib/sql.ts).
+            if (logFile !== undefined) {
+              const job = HashMap.get(annotations, "jobId").pipe(Option.getOrElse(() => "-"))
+              appendFileSync(logFile, `${Date.now()} ${logLevel.label} ${String(job)} ${text}\n`)
+            }
+          })
+        ))
+      )
+      // In a detailed run, the jobs table is sampled every 250 ms: whether jobs wait due and unclaimed.
+      if (events !== undefined) {
+        const sql = yield* SqlClient.SqlClient
+        const jobs = (yield* JobStore).tables.jobs
+        yield* Effect.forkScoped(Effect.forever(Effect.zipRight(
+          Effect.flatMap(
+            Effect.suspend(() =>
+              sql.unsafe<{ due: number | string; later: number | string; processing: number | string }>(
+                `SELECT COALESCE(SUM(CASE WHEN status = 'pending' AND run_at <= ${Date.now()} THEN 1 ELSE 0 END), 0) AS due,
+                        COALESCE(SUM(CASE WHEN status = 'pending' AND run_at > ${Date.now()} THEN 1 ELSE 0 END), 0) AS later,
+                        COALESCE(SUM(CASE WHEN status = 'processing' THEN 1 ELSE 0 END), 0) AS processing
+                 FROM ${sql.onDialectOrElse({ mysql: () => `\`${jobs}\``, orElse: () => `"${jobs}"` })}`
+              )
+            ),
+            ([row]) =>
+              Effect.sync(() =>
+                events.push({
+                  at: Date.now(),
+                  kind: "other",
+                  table: { due: Number(row!.due), later: Number(row!.later), processing: Number(row!.processing) }
+                })
+              )
+          ),
+          Effect.sleep("250 millis")
+        )))
+      }
+      const end = yield* Deferred.await(done)
+      const statements = count?.get()
+      if (events !== undefined) {
+        rateDetail(events, workerStartMs, counter === undefined ? "timed" : "counted")
+        const perJob = new Map<number, number>()
+        for (const id of startOf.keys()) {
+          const k = deferralsOf.get(id) ?? 0
+          perJob.set(k, (perJob.get(k) ?? 0) + 1)
+        }
+        console.error(
+          `  jobs by deferrals: ${
+            [...perJob].sort(([a], [b]) => a - b).map(([k, jobs]) => `${k}: ${jobs}`).join(", ")
+          }; rate deferrals of a job the rate limit had deferred before: ${redeferrals.length}, came back p50 ${
+            percentile(redeferrals.map((r) => r.came), 50)
+          } ms after its retryAt and deferred again p50 ${percentile(redeferrals.map((r) => r.again), 50)} ms past it`
+        )
+      }
+      const lateMs = [...lastDeferral].flatMap(([id, last]) => {
+        const started = startOf.get(id)
+        return last.rate && started !== undefined ? [started - last.retryAt] : []
+      })
+      return {
+        jobs: n,
+        startsMs,
+        drainMs: end - start,
+        workerStartMs,
+        results,
+        rateDeferrals,
+        keyDeferrals,
+        maxDeferralsOfOneJob: Math.max(0, ...deferralsOf.values()),
+        lateMs,
+        statements
+      }
+    })
+  const timed = await run(url, drain(), undefined, [Rated])
+  const counted = await run(
+    url,
+    drain(StatementCount) as Effect.Effect<RateLimitResult, unknown, Services | Scope.Scope>,
+    (l) => countingLayer.pipe(Layer.provide(l)),
+    [Rated]
+  )
+  return { ...timed, statements: counted.statements }
 }
 
 export const latency = (url: string, samples: number): Promise<LatencyResult> =>
@@ -425,6 +682,7 @@ export const leasehold: JobSystemDriver = {
   throughput,
   exclusiveThroughput,
   hotKey,
+  rateLimit,
   latency,
   crossLatency,
   enqueueTimed,

@@ -47,6 +47,34 @@ export interface HotKeyResult {
   readonly startStatements?: number
 }
 
+/**
+ * 3b (leasehold only). A drain of `jobs` no-op jobs on one key under a rate limit: when each
+ * perform started, and what the worker did to get there.
+ */
+export interface RateLimitResult {
+  readonly jobs: number
+  /** Each perform's start, `Date.now()` as perform began, in the order they came. */
+  readonly startsMs: ReadonlyArray<number>
+  /** From the worker's start to the last job completed (its outcome hook). */
+  readonly drainMs: number
+  /** The worker's start, on the same clock as `startsMs` (epoch ms). */
+  readonly workerStartMs: number
+  /** Attempts reported, by kind: every claim of a job ends in one (`Completed`, `Deferred`, …). */
+  readonly results: number
+  /** `Deferred` results whose lease name is the rate limit's (`rate:…`), and those on the key's lease. */
+  readonly rateDeferrals: number
+  readonly keyDeferrals: number
+  /** The most times one job was deferred. */
+  readonly maxDeferralsOfOneJob: number
+  /**
+   * For each job deferred at least once, how much later than its last deferral's `retryAt` its
+   * perform started (ms; negative: before it).
+   */
+  readonly lateMs: ReadonlyArray<number>
+  /** Statements sent from the worker's start to the last completion, in a second drain over the counting client. */
+  readonly statements?: number
+}
+
 /** Enqueue-to-start latencies, one per job, in milliseconds (warm-up jobs excluded). */
 export interface LatencyResult {
   readonly samplesMs: ReadonlyArray<number>
@@ -94,6 +122,17 @@ export interface JobSystemDriver {
   ) => Promise<DrainResult>
   /** 3. `n` jobs on one key, each sleeping `sleepMs`, with `workers` workers (or concurrency). */
   readonly hotKey?: (url: string, n: number, sleepMs: number, workers: number) => Promise<HotKeyResult>
+  /**
+   * 3b. `n` no-op jobs on one key with a rate limit of `limit` starts per `periodMs`, all due at
+   * once, drained by one worker with `concurrency`.
+   */
+  readonly rateLimit?: (
+    url: string,
+    n: number,
+    concurrency: number,
+    limit: number,
+    periodMs: number
+  ) => Promise<RateLimitResult>
   /** 4. Single jobs enqueued one at a time on an idle worker: `samples` enqueue-to-start latencies. */
   readonly latency?: (url: string, samples: number) => Promise<LatencyResult>
   /**

@@ -13,7 +13,7 @@ import type { JobLeases, JobStore } from "../../ports/JobStore.ts"
 import type { AnyJobType, HeldLease } from "../Job.ts"
 import type { Attempt, Steps } from "./attemptState.ts"
 import { giveBack } from "./claimCheck.ts"
-import { liveLimits } from "./liveLimits.ts"
+import { cachedLimits, liveLimits } from "./liveLimits.ts"
 import { waitForLowered } from "./lowered.ts"
 import { deferClaimed } from "./outcome.ts"
 import { type RateHold, takeRate } from "./rateLimit.ts"
@@ -32,7 +32,7 @@ export function* limitedType(
   leaseName: string | undefined
 ): Steps<Either.Either<AnyJobType, ProcessResult>, SqlError, JobStore | JobLeases> {
   const now = a.clock.unsafeCurrentTimeMillis()
-  let index = yield* liveLimits(a.store, now)
+  let index = cachedLimits(a.store, now) ?? (yield* liveLimits(a.store, now))
   if (noLimits(index)) return Either.right(type)
   let limits = effectiveLimits(index, type, a.job.queue, leaseName)
   if (limits.pausedBy !== undefined) {

@@ -24,6 +24,19 @@ const NONE = indexLimits([])
 const cache = new WeakMap<JobStoreApi, Cached>()
 
 /**
+ * The rows as last read when they are fresh enough at `now` (or being read again), without a
+ * step of the Effect runtime: the common case on every attempt's path. Undefined: `liveLimits`
+ * must read them.
+ */
+export const cachedLimits = (store: JobStoreApi, now: number): LimitIndex | undefined => {
+  const c = cache.get(store)
+  if (c === undefined) return undefined
+  return (now - c.readAt < LIMITS_FRESH_MS && now >= c.readAt) || (c.reading && c.readAt !== -Infinity)
+    ? c.index
+    : undefined
+}
+
+/**
  * The limits rows indexed, as of at most `LIMITS_FRESH_MS` before `now` (`fresh`: read now). One
  * read at a time per store; attempts that start while it runs use the rows read before.
  */

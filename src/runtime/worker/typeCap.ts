@@ -34,10 +34,11 @@ export interface CapSlot {
   readonly index: number
 }
 
-// Per store (its lease service) and cap: the slots this process's attempts hold, and where the
-// next look starts.
+// Per store (its lease service) and cap: the slots this process's attempts hold, each until its
+// lease would expire (an attempt that never released it, its finish failing, is forgotten then),
+// and where the next look starts.
 interface Local {
-  readonly held: Set<number>
+  readonly held: Map<number, number>
   next: number
 }
 const locals = new WeakMap<object, Map<string, Local>>()
@@ -46,7 +47,7 @@ const localFor = (leases: object, cap: string): Local => {
   let byCap = locals.get(leases)
   if (byCap === undefined) locals.set(leases, byCap = new Map())
   let local = byCap.get(cap)
-  if (local === undefined) byCap.set(cap, local = { held: new Set(), next: 0 })
+  if (local === undefined) byCap.set(cap, local = { held: new Map(), next: 0 })
   return local
 }
 
@@ -72,9 +73,9 @@ export function* takeCap(
     yield* leases.ensureTable
     for (let step = 0; step < limit; step++) {
       const index = (local.next + step) % limit
-      if (local.held.has(index)) continue
+      if ((local.held.get(index) ?? -Infinity) > now) continue
       // Marked before the round trip, so this process's other attempts look elsewhere.
-      local.held.add(index)
+      local.held.set(index, expiresAt)
       const fencingToken = yield* Effect.onError(
         leases.tryAcquireToken({ name: names[index]!, owner: token, host: a.o.host, now, expiresAt }),
         () => Effect.sync(() => local.held.delete(index))

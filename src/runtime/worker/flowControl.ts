@@ -8,12 +8,12 @@
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Either } from "effect"
 import { capLeaseName } from "../../core/lease.ts"
-import { effectiveLimits, noLimits, PAUSED_RECHECK_MS, pausedWaitName } from "../../core/limits.ts"
+import { effectiveLimits, type LimitIndex, noLimits, PAUSED_RECHECK_MS, pausedWaitName } from "../../core/limits.ts"
 import type { JobLeases, JobStore } from "../../ports/JobStore.ts"
 import type { AnyJobType, HeldLease } from "../Job.ts"
 import type { Attempt, Steps } from "./attemptState.ts"
 import { giveBack } from "./claimCheck.ts"
-import { cachedLimits, liveLimits } from "./liveLimits.ts"
+import { limitsSnapshot, liveLimits } from "./liveLimits.ts"
 import { waitForLowered } from "./lowered.ts"
 import { deferClaimed } from "./outcome.ts"
 import { type RateHold, takeRate } from "./rateLimit.ts"
@@ -32,7 +32,17 @@ export function* limitedType(
   leaseName: string | undefined
 ): Steps<Either.Either<AnyJobType, ProcessResult>, SqlError, JobStore | JobLeases> {
   const now = a.clock.unsafeCurrentTimeMillis()
-  let index = cachedLimits(a.store, now) ?? (yield* liveLimits(a.store, now))
+  // A long-running worker's attempt (it has a key gate) goes by the rows it has and reads them
+  // again behind itself, so it never waits for a read while another attempt of its key overtakes
+  // it (the worker read them as it started). Any other attempt waits for rows a second old.
+  const snapshot = limitsSnapshot(a.store, now)
+  let index: LimitIndex
+  if (snapshot !== undefined && (!snapshot.stale || a.gate !== undefined)) {
+    index = snapshot.index
+    if (snapshot.stale) yield* Effect.forkDaemon(liveLimits(a.store, now))
+  } else {
+    index = yield* liveLimits(a.store, now)
+  }
   if (noLimits(index)) return Either.right(type)
   let limits = effectiveLimits(index, type, a.job.queue, leaseName)
   if (limits.pausedBy !== undefined) {

@@ -24,16 +24,18 @@ const NONE = indexLimits([])
 const cache = new WeakMap<JobStoreApi, Cached>()
 
 /**
- * The rows as last read when they are fresh enough at `now` (or being read again), without a
- * step of the Effect runtime: the common case on every attempt's path. Undefined: `liveLimits`
- * must read them.
+ * The rows as last read here, read in place (no step of the Effect runtime: this is on every
+ * attempt's path), and whether they are due to be read again; undefined when they have never
+ * been read by this process. An attempt goes on with these rows and reads them again behind
+ * itself, so no attempt waits for a read and none overtakes another meanwhile.
  */
-export const cachedLimits = (store: JobStoreApi, now: number): LimitIndex | undefined => {
+export const limitsSnapshot = (
+  store: JobStoreApi,
+  now: number
+): { readonly index: LimitIndex; readonly stale: boolean } | undefined => {
   const c = cache.get(store)
-  if (c === undefined) return undefined
-  return (now - c.readAt < LIMITS_FRESH_MS && now >= c.readAt) || (c.reading && c.readAt !== -Infinity)
-    ? c.index
-    : undefined
+  if (c === undefined || c.readAt === -Infinity) return undefined
+  return { index: c.index, stale: !c.reading && !(now - c.readAt < LIMITS_FRESH_MS && now >= c.readAt) }
 }
 
 /**

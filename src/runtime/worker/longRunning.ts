@@ -16,6 +16,7 @@ import type { WorkerServices } from "./attempt.ts"
 import { startListener, startMaintenance, startReaper } from "./background.ts"
 import { makeClaimer } from "./claimer.ts"
 import { makeAlarms } from "./alarms.ts"
+import { liveLimits } from "./liveLimits.ts"
 import { makeDoorbell } from "./doorbell.ts"
 import { makeHandBack } from "./handBack.ts"
 import { cachedDraining, touchHost } from "./hosts.ts"
@@ -70,6 +71,9 @@ export const make = (
   Effect.gen(function*() {
     const { concurrency, grace, options: o, poll, reapEvery, retention } = yield* resolveWorker(config)
     const store = yield* JobStore
+    // The live limits read before the first claim, so no attempt waits for that read
+    // (./liveLimits.ts; a failed read leaves the job types' own limits).
+    yield* liveLimits(store, (yield* Effect.clock).unsafeCurrentTimeMillis())
     // The worker's Clock, read in place on each attempt's path (its fibers all have this one).
     const clock = yield* Effect.clock
     const counters = makeCounters()

@@ -10,7 +10,7 @@ import { ScheduleStore } from "../../src/ports/ScheduleStore.ts"
 import { type AnyJobType, Jobs, jobsLayer } from "../../src/runtime/Job.ts"
 
 /** Store members that are effects rather than functions (JobStoreApi, LeaseLockApi). */
-const effectMembers = new Set(["counts", "listHosts", "ensureTable", "tableExists", "list"])
+const effectMembers = new Set(["counts", "listHosts", "ensureTable", "tableExists", "list", "limits"])
 
 /** Store members that are plain values, read when a worker starts: what they hold is no store call. */
 const valueMembers: Readonly<Record<string, unknown>> = { idleProbe: Option.none(), remote: true }
